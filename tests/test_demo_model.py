@@ -1,0 +1,588 @@
+"""The offline demo model over real HTTP: routes, strict validation, scripted replies, the demo policy."""
+import http.client
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import openai
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+import demo_model  # noqa: E402
+
+TOOLS = [{"type": "function", "function": {"name": name, "description": f"the {name} tool",
+                                           "parameters": {"type": "object", "properties": {}}}}
+         for name in ("read_file", "list_dir", "run_shell")]
+CHAINED_TASK = "List the files here, then read backend.py and tell me which model it calls."
+
+
+@pytest.fixture
+def demo():
+    with demo_model.start() as server:
+        yield server
+
+
+def client(server, key="any"):
+    return openai.OpenAI(base_url=server.url, api_key=key, max_retries=0, timeout=5)
+
+
+def request(server, method, path, body=None, raw=None, headers=None):
+    """Send one request; return (status, headers, JSON body or text)."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    conn.request(method, path, body=data, headers={"Content-Type": "application/json", **(headers or {})})
+    response = conn.getresponse()
+    text = response.read().decode()
+    conn.close()
+    try:
+        return response.status, response.headers, json.loads(text)
+    except ValueError:
+        return response.status, response.headers, text
+
+
+def post(server, body, **kwargs):
+    return request(server, "POST", "/v1/chat/completions", body, **kwargs)
+
+
+def chat(*messages, **fields):
+    return {"model": "demo", "messages": list(messages), **fields}
+
+
+def user(text):
+    return {"role": "user", "content": text}
+
+
+def calls(*pairs, content=""):
+    """An assistant message with tool calls, built the clean way: calls(("id1", "list_dir", {"path": "."}))"""
+    return {"role": "assistant", "content": content, "tool_calls": [
+        {"id": id_, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+        for id_, name, args in pairs]}
+
+
+def result(call_id, text):
+    return {"role": "tool", "tool_call_id": call_id, "content": text}
+
+
+def rejection(server, body):
+    status, _, reply = post(server, body)
+    assert status == 400, reply
+    return reply["error"]
+
+
+def reply_message(server, body):
+    status, _, reply = post(server, body)
+    assert status == 200, reply
+    return reply["choices"][0]["message"]
+
+
+def sse_events(text):
+    return [block for block in text.split("\n\n") if block]
+
+
+# --- routes, auth, model ---------------------------------------------------------------------
+
+def test_models_lists_demo_and_the_configured_models():
+    with demo_model.start(models=["openai/gpt-oss-120b"]) as server:
+        status, _, reply = request(server, "GET", "/v1/models")
+    assert status == 200
+    assert reply == {"object": "list", "data": [
+        {"id": "demo", "object": "model", "created": 0, "owned_by": "demo"},
+        {"id": "openai/gpt-oss-120b", "object": "model", "created": 0, "owned_by": "demo"}]}
+
+
+def test_groq_style_path_is_served(demo):
+    status, _, reply = request(demo, "POST", "/openai/v1/chat/completions", chat(user("hi")))
+    assert status == 200 and reply["object"] == "chat.completion"
+
+
+def test_unknown_path_is_404_with_json_error(demo):
+    status, _, reply = request(demo, "GET", "/v1/nothing")
+    assert status == 404 and "Unknown request URL" in reply["error"]["message"]
+
+
+def test_wrong_api_key_gets_groq_401():
+    with demo_model.start(api_key="gsk_right") as server:
+        status, _, reply = post(server, chat(user("hi")), headers={"Authorization": "Bearer gsk_wrong"})
+        assert status == 401
+        assert reply == {"error": {"message": "Invalid API Key", "type": "invalid_request_error",
+                                   "code": "invalid_api_key"}}
+        with pytest.raises(openai.AuthenticationError):
+            client(server, key="gsk_wrong").chat.completions.create(model="demo", messages=[user("hi")])
+        assert client(server, key="gsk_right").models.list().data[0].id == "demo"
+
+
+def test_unknown_model_gets_404_model_not_found():
+    with demo_model.start(models=["openai/gpt-oss-120b"]) as server:
+        status, _, reply = post(server, chat(user("hi"), model="gpt-oss-120b"))
+    assert status == 404
+    assert reply["error"] == {"message": "The model `gpt-oss-120b` does not exist or you do not have access to it.",
+                              "type": "invalid_request_error", "code": "model_not_found"}
+
+
+def test_any_model_name_is_accepted_without_a_model_list(demo):
+    assert post(demo, chat(user("hi"), model="whatever/model"))[2]["model"] == "whatever/model"
+
+
+def test_every_response_carries_a_request_id(demo):
+    for status, headers, _ in [post(demo, chat(user("hi"))), post(demo, {"model": "demo"}),
+                               request(demo, "GET", "/nope"), post(demo, chat(user("hi"), stream=True))]:
+        assert re.fullmatch(r"req_[0-9a-f]{26}", headers["x-request-id"]), status
+
+
+# --- strict validation -----------------------------------------------------------------------
+
+def test_body_that_is_not_json_is_400(demo):
+    status, _, reply = post(demo, None, raw=b"{not json")
+    assert status == 400 and "could not parse the JSON body" in reply["error"]["message"]
+
+
+def test_unknown_top_level_key_is_named_with_a_suggestion(demo):
+    error = rejection(demo, chat(user("hi"), tool=[]))
+    assert error == {"message": "property 'tool' is unsupported, did you mean 'tools'?",
+                     "type": "invalid_request_error"}
+
+
+def test_n_other_than_one_is_rejected(demo):
+    assert "n=1" in rejection(demo, chat(user("hi"), n=2))["message"]
+
+
+def test_empty_messages_are_rejected(demo):
+    assert rejection(demo, chat())["message"] == "'messages' : value must be a non-empty array"
+
+
+def test_parallel_tool_calls_without_tools_is_rejected(demo):
+    error = rejection(demo, chat(user("hi"), parallel_tool_calls=True))
+    assert error["message"] == ("Invalid value for 'parallel_tool_calls': 'parallel_tool_calls' is only "
+                                "allowed when 'tools' are specified.")
+    assert error["param"] == "parallel_tool_calls"
+
+
+def test_tool_choice_without_tools_is_rejected(demo):
+    error = rejection(demo, chat(user("hi"), tool_choice="auto", tools=[]))
+    assert "'tool_choice' is only allowed when 'tools' are specified" in error["message"]
+
+
+def test_tool_with_wrong_type_is_rejected(demo):
+    tools = [{"type": "func", "function": {"name": "read_file"}}]
+    assert rejection(demo, chat(user("hi"), tools=tools))["message"] == "tools[0].type must be one of [function, mcp]"
+
+
+def test_tool_with_bad_name_is_rejected(demo):
+    tools = [TOOLS[0], {"type": "function", "function": {"name": "web.run"}}]
+    assert "tools[1].function.name must be 1 to 64 letters" in rejection(demo, chat(user("hi"), tools=tools))["message"]
+
+
+def test_echoed_reasoning_on_assistant_message_is_rejected(demo):
+    echoed = {**calls(("c1", "list_dir", {"path": "."})), "reasoning": "I list first."}
+    error = rejection(demo, chat(user("list"), echoed, result("c1", "a.txt"), tools=TOOLS))
+    assert error["message"] == ("'messages.1' : for 'role:assistant' the following must be satisfied"
+                                "[('messages.1' : property 'reasoning' is unsupported)]")
+
+
+def test_echoing_the_sdk_model_dump_fails_on_reasoning(demo):
+    sdk = client(demo)
+    first = sdk.chat.completions.create(model="demo", messages=[user(CHAINED_TASK)], tools=TOOLS)
+    echoed = first.choices[0].message.model_dump()  # carries refusal=None, annotations=None... and reasoning
+    tool_id = echoed["tool_calls"][0]["id"]
+    with pytest.raises(openai.BadRequestError) as caught:
+        sdk.chat.completions.create(model="demo", tools=TOOLS,
+                                    messages=[user(CHAINED_TASK), echoed, result(tool_id, "backend.py")])
+    assert "property 'reasoning' is unsupported" in caught.value.message
+    assert "refusal" not in caught.value.message
+
+
+def test_all_unsupported_keys_of_a_message_are_listed(demo):
+    message = {"role": "user", "content": "hi", "name": "ann", "timestamp": 1}
+    assert rejection(demo, chat(message))["message"] == (
+        "'messages.0' : for 'role:user' the following must be satisfied[('messages.0' : property 'name' is "
+        "unsupported), ('messages.0' : property 'timestamp' is unsupported)]")
+
+
+def test_system_content_must_be_a_string(demo):
+    system = {"role": "system", "content": [{"type": "text", "text": "be brief"}]}
+    assert "('messages.0.content' : value must be a string)" in rejection(demo, chat(system, user("hi")))["message"]
+
+
+def test_assistant_null_content_without_tool_calls_is_rejected(demo):
+    messages = [user("hi"), {"role": "assistant", "content": None}, user("again")]
+    assert "('messages.1.content' : value must be a string)" in rejection(demo, chat(*messages))["message"]
+
+
+def test_tool_message_without_tool_call_id_is_rejected(demo):
+    messages = [user("ls"), calls(("c1", "list_dir", {})), {"role": "tool", "content": "a.txt"}]
+    assert rejection(demo, chat(*messages, tools=TOOLS))["message"] == (
+        "'messages.2' : for 'role:tool' the following must be satisfied"
+        "[('messages.2.tool_call_id' : property 'tool_call_id' is missing)]")
+
+
+def test_tool_call_arguments_as_an_object_are_rejected(demo):
+    assistant = calls(("c1", "read_file", {}))
+    assistant["tool_calls"][0]["function"]["arguments"] = {"path": "a.txt"}
+    error = rejection(demo, chat(user("read a.txt"), assistant, result("c1", "x"), tools=TOOLS))
+    assert "('messages.1.tool_calls.0.function.arguments' : value must be a string)" in error["message"]
+
+
+def test_tool_call_arguments_that_are_not_json_are_rejected(demo):
+    assistant = calls(("c1", "read_file", {}))
+    assistant["tool_calls"][0]["function"]["arguments"] = ""
+    error = rejection(demo, chat(user("read a.txt"), assistant, result("c1", "x"), tools=TOOLS))
+    assert "value must be a string containing valid JSON" in error["message"]
+
+
+def test_tool_call_item_with_index_is_rejected(demo):
+    assistant = calls(("c1", "read_file", {}))
+    assistant["tool_calls"][0]["index"] = 0
+    error = rejection(demo, chat(user("read a.txt"), assistant, result("c1", "x"), tools=TOOLS))
+    assert "('messages.1.tool_calls.0' : property 'index' is unsupported)" in error["message"]
+
+
+def test_empty_tool_calls_list_is_rejected(demo):
+    error = rejection(demo, chat(user("hi"), {"role": "assistant", "content": "hi", "tool_calls": []}, user("x")))
+    assert error["code"] == "empty_array"
+
+
+def test_unknown_role_is_rejected(demo):
+    error = rejection(demo, chat({"role": "bot", "content": "hi"}))
+    assert error == {"message": "Invalid value: 'bot'. Supported values are: 'system', 'assistant', 'user', "
+                                "'function', 'tool', and 'developer'.",
+                     "type": "invalid_request_error", "param": "messages.[0].role", "code": "invalid_value"}
+
+
+def test_unanswered_tool_calls_are_rejected(demo):
+    messages = [user("read"), calls(("c1", "read_file", {"path": "a"}), ("c2", "read_file", {"path": "b"}),
+                                    ("c3", "list_dir", {})), result("c2", "b"), user("and?")]
+    error = rejection(demo, chat(*messages, tools=TOOLS))
+    assert error["message"] == ("An assistant message with 'tool_calls' must be followed by tool messages "
+                                "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+                                "response messages: c1, c3")
+    assert error["param"] == "messages.[3].role"
+
+
+def test_unanswered_tool_call_at_the_end_points_at_messages(demo):
+    error = rejection(demo, chat(user("read"), calls(("c1", "read_file", {"path": "a"})), tools=TOOLS))
+    assert "did not have response messages: c1" in error["message"] and error["param"] == "messages"
+
+
+def test_tool_message_without_a_preceding_call_is_rejected(demo):
+    error = rejection(demo, chat(user("hi"), result("c1", "x"), tools=TOOLS))
+    assert error["message"] == ("Invalid parameter: messages with role 'tool' must be a response to a "
+                                "preceeding message with 'tool_calls'.")
+    assert error["param"] == "messages.[1].role"
+
+
+def test_tool_call_id_that_answers_no_call_is_rejected(demo):
+    messages = [user("ls"), calls(("c1", "list_dir", {})), result("c9", "x")]
+    error = rejection(demo, chat(*messages, tools=TOOLS))
+    assert error["message"] == ("Invalid parameter: 'tool_call_id' of 'c9' not found in 'tool_calls' of "
+                                "previous message.")
+
+
+def test_a_well_formed_conversation_with_sdk_empty_fields_is_accepted(demo):
+    assistant = {**calls(("c1", "list_dir", {"path": "."}), content=None), "refusal": None, "annotations": []}
+    messages = [{"role": "system", "content": "Use tools."}, user("List the files"), assistant,
+                result("c1", "a.txt")]
+    assert post(demo, chat(*messages, tools=TOOLS, tool_choice="auto", parallel_tool_calls=True,
+                           max_completion_tokens=100))[0] == 200
+
+
+def test_failed_validation_does_not_consume_a_scripted_reply(demo):
+    demo.push("scripted")
+    assert post(demo, chat(user("hi"), n=3))[0] == 400
+    assert reply_message(demo, chat(user("hi")))["content"] == "scripted"
+
+
+def test_every_request_is_recorded_in_order(demo):
+    post(demo, None, raw=b"oops", headers={"Authorization": "Bearer k1"})
+    post(demo, chat(user("hi")))
+    request(demo, "GET", "/v1/models")
+    assert [(r["method"], r["path"], r["body"]) for r in demo.requests] == [
+        ("POST", "/v1/chat/completions", None),
+        ("POST", "/v1/chat/completions", chat(user("hi"))),
+        ("GET", "/v1/models", None)]
+    assert demo.requests[0]["headers"]["authorization"] == "Bearer k1"
+
+
+# --- scripted replies ------------------------------------------------------------------------
+
+def test_scripted_string_is_the_reply_content(demo):
+    demo.push("Hello from the script.")
+    reply = client(demo).chat.completions.create(model="demo", messages=[user("hi")])
+    assert reply.choices[0].message.content == "Hello from the script."
+    assert reply.choices[0].finish_reason == "stop"
+    assert reply.usage.total_tokens == reply.usage.prompt_tokens + reply.usage.completion_tokens > 0
+
+
+def test_scripted_tool_calls_send_string_arguments_verbatim(demo):
+    demo.push({"tool_calls": [{"name": "read_file", "arguments": '{"path": ', "id": "dup"},
+                              {"name": "list_dir", "arguments": "", "id": "dup"},
+                              {"name": "read_file", "arguments": {"path": "a.txt"}}]})
+    message = reply_message(demo, chat(user("hi"), tools=TOOLS))
+    assert "content" not in message
+    assert [(c["id"], c["function"]["arguments"]) for c in message["tool_calls"][:2]] == [
+        ("dup", '{"path": '), ("dup", "")]
+    assert message["tool_calls"][2]["function"]["arguments"] == '{"path": "a.txt"}'
+    assert re.fullmatch(r"[a-z0-9]{9}", message["tool_calls"][2]["id"])
+
+
+def test_scripted_reasoning_finish_reason_and_usage(demo):
+    usage = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
+    demo.push({"content": "cut sh", "reasoning": "thinking", "finish_reason": "length", "usage": usage})
+    status, _, reply = post(demo, chat(user("hi")))
+    assert reply["choices"][0]["message"] == {"role": "assistant", "content": "cut sh", "reasoning": "thinking"}
+    assert reply["choices"][0]["finish_reason"] == "length" and reply["usage"] == usage
+
+
+def test_scripted_raw_message_is_sent_verbatim(demo):
+    raw = {"role": "assistant", "content": [], "tool_calls": [{"id": None, "type": "function",
+                                                                "function": {"name": "x", "arguments": {}}}]}
+    demo.push({"message": raw})
+    assert reply_message(demo, chat(user("hi"))) == raw
+
+
+def test_scripted_error_status_with_headers(demo):
+    body = {"error": {"message": "Rate limit reached", "type": "tokens", "code": "rate_limit_exceeded"}}
+    demo.push({"status": 429, "body": body, "headers": {"retry-after": "1"}})
+    with pytest.raises(openai.RateLimitError) as caught:
+        client(demo).chat.completions.create(model="demo", messages=[user("hi")])
+    assert caught.value.response.headers["retry-after"] == "1"
+    assert caught.value.code == "rate_limit_exceeded"
+    assert caught.value.request_id.startswith("req_")
+
+
+def test_scripted_text_error_body_is_sent_as_html(demo):
+    demo.push({"status": 502, "body": "<html>Bad Gateway</html>"})
+    status, headers, text = post(demo, chat(user("hi")))
+    assert (status, headers["Content-Type"], text) == (502, "text/html; charset=utf-8", "<html>Bad Gateway</html>")
+
+
+def test_scripted_error_on_a_stream_request_comes_before_any_event(demo):
+    demo.push({"status": 503})
+    with pytest.raises(openai.InternalServerError):
+        client(demo).chat.completions.create(model="demo", messages=[user("hi")], stream=True)
+
+
+def test_scripted_delay_holds_the_reply(demo):
+    demo.push({"content": "late", "delay": 0.2})
+    started = time.monotonic()
+    assert reply_message(demo, chat(user("hi")))["content"] == "late"
+    assert time.monotonic() - started >= 0.2
+
+
+def test_scripted_drop_closes_the_connection_without_a_reply(demo):
+    demo.push({"drop": True}, "after the drop")
+    with pytest.raises(openai.APIConnectionError):
+        client(demo).chat.completions.create(model="demo", messages=[user("hi")])
+    assert reply_message(demo, chat(user("hi")))["content"] == "after the drop"
+
+
+def test_scripted_policy_item_lets_the_policy_answer(demo):
+    demo.push({"policy": True}, "second")
+    assert reply_message(demo, chat(user("hi")))["content"] == demo_model.HELLO
+    assert reply_message(demo, chat(user("hi")))["content"] == "second"
+
+
+def test_script_given_at_start_is_used_first():
+    with demo_model.start(script=["one", {"content": "two"}]) as server:
+        assert [reply_message(server, chat(user("hi")))["content"] for _ in range(3)] == [
+            "one", "two", demo_model.HELLO]
+
+
+# --- streaming -------------------------------------------------------------------------------
+
+def test_streamed_text_arrives_in_pieces_with_usage_on_the_finish_chunk(demo):
+    text = "one two three four five six seven eight nine"
+    demo.push({"content": text, "reasoning": "short"})
+    status, headers, body = post(demo, chat(user("hi"), stream=True))
+    assert headers["Content-Type"] == "text/event-stream" and headers["Connection"] == "close"
+    events = sse_events(body)
+    assert events[-1] == "data: [DONE]"
+    chunks = [json.loads(e[len("data: "):]) for e in events[:-1]]
+    assert len({c["id"] for c in chunks}) == 1 and all(c["object"] == "chat.completion.chunk" for c in chunks)
+    deltas = [c["choices"][0]["delta"] for c in chunks]
+    assert deltas[0] == {"role": "assistant", "content": ""} and deltas[1] == {"reasoning": "short"}
+    assert "".join(d.get("content", "") for d in deltas) == text and len(deltas) > 4
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop" and chunks[-1]["usage"]["total_tokens"] > 0
+
+
+def test_stream_sends_each_tool_call_whole_by_default(demo):
+    demo.push({"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}, "id": "abc"}]})
+    status, _, body = post(demo, chat(user("hi"), tools=TOOLS, stream=True))
+    deltas = [json.loads(e[6:])["choices"][0]["delta"] for e in sse_events(body)[:-1]]
+    assert {"tool_calls": [{"index": 0, "id": "abc", "type": "function",
+                            "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'}}]} in deltas
+
+
+def test_split_arguments_stream_is_reassembled_by_the_openai_client(demo):
+    demo.push({"tool_calls": [{"name": "read_file", "arguments": {"path": "backend.py"}},
+                              {"name": "list_dir", "arguments": {"path": "."}}], "split_arguments": 3})
+    stream = client(demo).chat.completions.create(model="demo", messages=[user("hi")], tools=TOOLS, stream=True)
+    calls_by_index, fragments, finish = {}, 0, None
+    for chunk in stream:
+        for choice in chunk.choices:
+            for delta in choice.delta.tool_calls or []:
+                call = calls_by_index.setdefault(delta.index, {"id": None, "name": "", "arguments": ""})
+                call["id"] = delta.id or call["id"]
+                call["name"] += delta.function.name or ""
+                call["arguments"] += delta.function.arguments or ""
+                fragments += 1
+            finish = choice.finish_reason or finish
+    assert [(c["name"], json.loads(c["arguments"])) for c in calls_by_index.values()] == [
+        ("read_file", {"path": "backend.py"}), ("list_dir", {"path": "."})]
+    assert fragments > 6 and finish == "tool_calls" and all(c["id"] for c in calls_by_index.values())
+
+
+def test_cut_after_ends_the_stream_without_done(demo):
+    demo.push({"content": "one two three four five six seven eight nine ten", "cut_after": 2})
+    events = sse_events(post(demo, chat(user("hi"), stream=True))[2])
+    assert len(events) == 2 and "[DONE]" not in events[-1]
+    demo.push({"content": "one two three four five six seven eight nine ten", "cut_after": 2})
+    chunks = list(client(demo).chat.completions.create(model="demo", messages=[user("hi")], stream=True))
+    assert len(chunks) == 2 and all(c.choices[0].finish_reason is None for c in chunks)
+
+
+def test_error_event_raises_api_error_while_iterating(demo):
+    failure = {"message": "Invalid tool_call: tool \"x\" does not exist.", "type": "invalid_request_error",
+               "code": "invalid_tool_call"}
+    demo.push({"content": "partial answer", "error_event": failure})
+    stream = client(demo).chat.completions.create(model="demo", messages=[user("hi")], stream=True)
+    text = ""
+    with pytest.raises(openai.APIError) as caught:
+        for chunk in stream:
+            text += chunk.choices[0].delta.content or ""
+    assert not isinstance(caught.value, openai.APIStatusError)
+    assert caught.value.code == "invalid_tool_call" and text == "partial answer"
+
+
+def test_include_usage_adds_a_usage_only_chunk(demo):
+    demo.push("counted")
+    body = post(demo, chat(user("hi"), stream=True, stream_options={"include_usage": True}))[2]
+    last = json.loads(sse_events(body)[-2][6:])
+    assert last["choices"] == [] and last["usage"]["total_tokens"] > 0
+    demo.push("counted")
+    chunks = list(client(demo).chat.completions.create(model="demo", messages=[user("hi")], stream=True,
+                                                       stream_options={"include_usage": True}))
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens > 0
+
+
+# --- the demo policy -------------------------------------------------------------------------
+
+def test_usage_is_estimated_from_the_request_and_the_reply(demo):
+    body = chat(user(CHAINED_TASK), tools=TOOLS)
+    reply = post(demo, body)[2]
+    prompt = len(json.dumps(body["messages"]) + json.dumps(TOOLS)) // 4 + 1
+    completion = len(json.dumps(reply["choices"][0]["message"])) // 4 + 1
+    assert reply["usage"] == {"prompt_tokens": prompt, "completion_tokens": completion,
+                              "total_tokens": prompt + completion}
+
+
+def test_plain_chat_without_tools_gets_the_demo_greeting(demo):
+    reply = client(demo).chat.completions.create(model="demo", messages=[user("Say hello in one short sentence.")])
+    assert reply.choices[0].message.content == demo_model.HELLO
+
+
+def test_task_with_no_recognisable_step_gets_the_help_text(demo):
+    assert reply_message(demo, chat(user("What is the capital of France?"), tools=TOOLS))["content"] == demo_model.HELP
+
+
+def test_policy_chains_list_then_read_then_answers(demo):
+    """Turn 1 lists, turn 2 reads backend.py (it is in the listing), turn 3 answers from both results,
+    quoting the lines of backend.py that contain the task's keywords "model" and "calls"."""
+    messages = [{"role": "system", "content": "You are a helpful agent."}, user(CHAINED_TASK)]
+    first = reply_message(demo, chat(*messages, tools=TOOLS))
+    assert [(c["function"]["name"], c["function"]["arguments"]) for c in first["tool_calls"]] == [
+        ("list_dir", '{"path": "."}')]
+    assert first["reasoning"] and "content" not in first
+    list_id = first["tool_calls"][0]["id"]
+    messages += [calls((list_id, "list_dir", {"path": "."})), result(list_id, "backend.py\nharness.py\ntests/\n")]
+
+    second = reply_message(demo, chat(*messages, tools=TOOLS))
+    assert [(c["function"]["name"], c["function"]["arguments"]) for c in second["tool_calls"]] == [
+        ("read_file", '{"path": "backend.py"}')]
+    read_id = second["tool_calls"][0]["id"]
+    source = 'import openai\n\nMODEL = "openai/gpt-oss-120b"\ndef chat():\n    return send(model=MODEL)\n'
+    messages += [calls((read_id, "read_file", {"path": "backend.py"})), result(read_id, source)]
+
+    third = reply_message(demo, chat(*messages, tools=TOOLS))
+    assert "tool_calls" not in third and third["reasoning"]
+    assert third["content"] == ("The directory holds 3 entries: backend.py, harness.py, tests/.\n\n"
+                                "backend.py has 5 lines.\n"
+                                '  line 3: MODEL = "openai/gpt-oss-120b"\n'
+                                "  line 5: return send(model=MODEL)")
+
+
+def test_policy_skips_a_read_when_the_listing_lacks_the_file(demo):
+    messages = [user(CHAINED_TASK), calls(("l1", "list_dir", {"path": "."})), result("l1", "harness.py\ntools.py")]
+    message = reply_message(demo, chat(*messages, tools=TOOLS))
+    assert message["content"] == ("The directory holds 2 entries: harness.py, tools.py.\n\n"
+                                  "There is no backend.py in the listing, so I did not read it.")
+
+
+def test_policy_makes_independent_reads_in_parallel(demo):
+    task = user("Read a.txt and b.txt")
+    first = reply_message(demo, chat(task, tools=TOOLS))
+    assert [c["function"]["arguments"] for c in first["tool_calls"]] == ['{"path": "a.txt"}', '{"path": "b.txt"}']
+    a, b = [call["id"] for call in first["tool_calls"]]
+    assert a != b
+    answer = reply_message(demo, chat(task, calls((a, "read_file", {"path": "a.txt"}),
+                                                  (b, "read_file", {"path": "b.txt"})),
+                                      result(a, "alpha"), result(b, "Error: b.txt does not exist"), tools=TOOLS))
+    assert answer["content"] == ("a.txt has 1 lines.\n  line 1: alpha\n\n"
+                                 "I could not read b.txt: Error: b.txt does not exist")
+
+
+def test_policy_reports_a_declined_command(demo):
+    task = user("Run `rm -rf build` for me")
+    first = reply_message(demo, chat(task, tools=TOOLS))
+    call_id = first["tool_calls"][0]["id"]
+    assert first["tool_calls"][0]["function"]["arguments"] == '{"command": "rm -rf build"}'
+    messages = [task, calls((call_id, "run_shell", {"command": "rm -rf build"})),
+                result(call_id, "Error: the user declined to run this command")]
+    assert reply_message(demo, chat(*messages, tools=TOOLS))["content"] == (
+        "`rm -rf build` did not run: Error: the user declined to run this command")
+
+
+def test_policy_tool_call_ids_are_reproducible(demo):
+    body = chat(user("Read a.txt and b.txt"), tools=TOOLS)
+    assert reply_message(demo, body)["tool_calls"] == reply_message(demo, body)["tool_calls"]
+
+
+def test_forgetting_tools_after_a_tool_call_gets_tool_use_failed(demo):
+    messages = [user(CHAINED_TASK), calls(("l1", "list_dir", {"path": "."})), result("l1", "backend.py")]
+    error = rejection(demo, chat(*messages))
+    assert error == {"message": "Tool choice is none, but model called a tool", "type": "invalid_request_error",
+                     "code": "tool_use_failed",
+                     "failed_generation": '{"name": "read_file", "arguments": {"path": "backend.py"}}'}
+
+
+# --- standalone ------------------------------------------------------------------------------
+
+def test_standalone_server_prints_its_url_and_serves(tmp_path):
+    script = tmp_path / "replies.json"
+    script.write_text(json.dumps(["scripted hello"]))
+    process = subprocess.Popen([sys.executable, str(ROOT / "demo_model.py"), "--port", "0", "--script", str(script)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline()
+        url = re.fullmatch(r"demo model listening on (http://127\.0\.0\.1:\d+/v1) \(Ctrl-C to stop\)\n", line)[1]
+        with urllib.request.urlopen(url + "/models", timeout=5) as response:
+            assert json.load(response)["data"][0]["id"] == "demo"
+        if sys.platform != "win32":
+            process.send_signal(signal.SIGINT)  # Ctrl-C: a clean exit, no traceback
+            assert process.wait(timeout=5) == 0
+            assert process.stderr.read() == ""
+    finally:
+        process.terminate()
+        process.wait(timeout=5)
+        process.stdout.close()
+        process.stderr.close()
+
+
+def test_standalone_bad_flag_prints_usage():
+    done = subprocess.run([sys.executable, str(ROOT / "demo_model.py"), "--bogus"], capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr.startswith("usage:")
