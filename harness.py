@@ -84,7 +84,7 @@ def main():
     except KeyboardInterrupt:
         sys.exit(130)
     if answer is None:
-        print(f"stopped: hit the step limit ({MAX_STEPS} steps)")
+        print(f"stopped: hit the step limit (MAX_STEPS = {MAX_STEPS})")
         sys.exit(3)
     print(answer)
 

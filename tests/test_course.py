@@ -42,7 +42,7 @@ def test_top_level_code_equals_its_checkpoint():
 
 def python_blocks(markdown):
     """The ```python blocks of a lesson, dedented."""
-    return [textwrap.dedent(b) for b in re.findall(r"^```python\n(.*?)^```", markdown, re.M | re.S)]
+    return [textwrap.dedent(b) for b in re.findall(r"^ *```python\n(.*?)^ *```", markdown, re.M | re.S)]
 
 
 def shown_in(block, sources):

@@ -109,7 +109,9 @@ def explain(error, backend):
              f"{backend['base_url']}/models, and check BASE_URL.",
         429: "You hit the provider's rate limit: wait a minute and try again, or use a smaller model.",
     }.get(status, "The provider had a problem: try again in a minute." if (status or 0) >= 500
-          else "The request was rejected: the message says what the server did not accept.")
+          else "The server did not accept the request as it was built: see Troubleshooting in the lesson.")
+    if body.get("code") == "tool_use_failed":  # Groq: the model wrote a call it could not parse
+        fix = f"The model wrote: {body.get('failed_generation')!r}. Run again or try another model, and send the tools on every request."
     return f"{where} answered {status}: {body.get('message') or error.message} {fix}"
 
 
