@@ -362,7 +362,9 @@ def describe_file(args, result, keywords):
     if not hits:
         hits = [(n, line.strip()) for n, line in enumerate(lines, 1) if line.strip()][:FIRST_LINES]
     quoted = [f"  line {n}: {text[:200]}" for n, text in hits[:MAX_MATCHES]]
-    return "\n".join([f"{path} has {len(lines)} lines."] + quoted)
+    cut = ", then the tool cut it off" if lines and "cut" in lines[-1].lower() else ""
+    count = f"{len(lines)} line" + ("s" if len(lines) != 1 else "")
+    return "\n".join([f"I read {count} of {path}{cut}."] + quoted)
 
 
 def describe_command(args, result, keywords):

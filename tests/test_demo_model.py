@@ -511,7 +511,7 @@ def test_policy_chains_list_then_read_then_answers(demo):
     third = reply_message(demo, chat(*messages, tools=TOOLS))
     assert "tool_calls" not in third and third["reasoning"]
     assert third["content"] == ("The directory holds 3 entries: backend.py, harness.py, tests/.\n\n"
-                                "backend.py has 5 lines.\n"
+                                "I read 5 lines of backend.py.\n"
                                 '  line 3: MODEL = "openai/gpt-oss-120b"\n'
                                 "  line 5: return send(model=MODEL)")
 
@@ -532,7 +532,7 @@ def test_policy_makes_independent_reads_in_parallel(demo):
     answer = reply_message(demo, chat(task, calls((a, "read_file", {"path": "a.txt"}),
                                                   (b, "read_file", {"path": "b.txt"})),
                                       result(a, "alpha"), result(b, "Error: b.txt does not exist"), tools=TOOLS))
-    assert answer["content"] == ("a.txt has 1 lines.\n  line 1: alpha\n\n"
+    assert answer["content"] == ("I read 1 line of a.txt.\n  line 1: alpha\n\n"
                                  "I could not read b.txt: Error: b.txt does not exist")
 
 
