@@ -52,7 +52,6 @@ SDK_EMPTY_FIELDS = ("refusal", "annotations", "audio", "function_call")
 ROLES_TEXT = "'system', 'assistant', 'user', 'function', 'tool', and 'developer'"
 
 LIST_WORDS = re.compile(r"\b(list|files|directory|folder|ls)\b", re.IGNORECASE)
-FILE_NAME = re.compile(r"[\w./-]*\w\.[A-Za-z0-9]+")     # README.md, src/app.py, a.txt
 NOT_FILE_NAMES = {"e.g", "i.e"}
 STOPWORDS = set(
     "list files file here then read tell which what that this with from show please about does there "
@@ -289,12 +288,15 @@ def tool_history(messages):
 
 
 def file_names(text):
-    """File names mentioned in text. Example: "read a.txt, not 3.5 or e.g." -> ["a.txt"]"""
+    """Paths mentioned in text: names with an extension, dotfiles, anything with a slash.
+
+    Example: "read a.txt, .env and ../b, not 3.5 or e.g." -> ["a.txt", ".env", "../b"]
+    """
     names = []
-    for match in FILE_NAME.finditer(text):
-        name = match.group()
-        extension = name.rsplit(".", 1)[1]
-        if re.search("[A-Za-z]", extension) and name not in NOT_FILE_NAMES and name not in names:
+    for word in text.split():
+        name = word.rstrip(",;:!?)").rstrip(".").lstrip("(")
+        looks_like_a_path = "/" in name or re.fullmatch(r"\.?[\w-]*\.[\w.-]*[A-Za-z][\w.-]*", name)
+        if looks_like_a_path and name not in NOT_FILE_NAMES and name not in names:
             names.append(name)
     return names
 

@@ -1,22 +1,36 @@
 """The agent loop: send the task, run the tools the model asks for, send back the results, repeat.
 
 Run:  python harness.py "List the files here, then read backend.py and tell me which model it calls."
-      python harness.py --backend groq --model openai/gpt-oss-20b "What does README.md say?"
+      python harness.py --workspace ~/scratch --yes "Run `make test` and tell me what failed"
+The tools stay inside the workspace; a command that is not plainly read-only runs only after you say yes.
 """
 import argparse
 import json
 import sys
+from pathlib import Path
 
+import tools
 from backend import BACKENDS, BackendError, chat, choose
-from tools import REGISTRY, TOOLS
+from tools import REGISTRY, TOOLS, Refused, needs_approval
 
 MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
-SYSTEM = ("You are a careful assistant working in the user's current directory. "
+SYSTEM = ("You are a careful assistant working in the user's workspace directory. "
           "Use the tools to look at the files before you answer, then answer briefly.")
 
 
-def run(task, backend=None):
-    """Run one task to the end; return the model's answer, or None when MAX_STEPS ran out first."""
+def ask_user(question):
+    """The default approval: ask on the terminal. Without a terminal, one line is read from standard
+    input, and the end of input means no."""
+    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline()
+    if not sys.stdin.isatty():
+        print(answer.strip() or "(end of input: no)", file=sys.stderr)  # show what was piped in
+    return answer.strip().lower() in ("y", "yes")
+
+
+def run(task, backend=None, approve=ask_user):
+    """Run one task to the end; return the model's answer, or None when MAX_STEPS ran out first.
+    approve(question) decides the calls that need a person: only True means yes."""
     backend = backend or choose()
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}]
     for step in range(1, MAX_STEPS + 1):
@@ -26,7 +40,7 @@ def run(task, backend=None):
             return message.content or ""
         for call in message.tool_calls:  # one tool message per call, carrying the call's id
             print(f"[{step}] {call.function.name} {call.function.arguments}")
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": run_tool(call)})
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": run_tool(call, approve)})
     return None
 
 
@@ -53,7 +67,15 @@ def valid_json(text):
         return "{}"
 
 
-def run_tool(call):
+def approved(approve, question):
+    """Ask the approver; anything but a plain True (an exception, None, no answer) means no."""
+    try:
+        return approve(question) is True
+    except Exception:
+        return False
+
+
+def run_tool(call, approve):
     """Run one tool call; every failure becomes an 'error: ...' result the model can read and act on."""
     name = call.function.name
     if name not in REGISTRY:
@@ -63,7 +85,12 @@ def run_tool(call):
     except json.JSONDecodeError as error:
         return f"error: the arguments are not valid JSON ({error}). Send a JSON object, e.g. {{\"path\": \"README.md\"}}."
     try:
+        question = needs_approval(name, args)
+        if question and not approved(approve, question):
+            return f"error: the user declined: {question} Do not ask again; try another way or say what you need."
         return REGISTRY[name](**args)
+    except Refused as error:
+        return f"error: refused: {error}"
     except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
         return f"error: {name} failed: {type(error).__name__}: {error}"
 
@@ -74,11 +101,17 @@ def main():
     parser.add_argument("--backend", choices=BACKENDS, help="default: $BACKEND, else the first API key found, else demo")
     parser.add_argument("--model", help="default: $MODEL, else the backend's default model")
     parser.add_argument("--base-url", help="any OpenAI-compatible server (default: $BASE_URL, else the backend's)")
+    parser.add_argument("--workspace", default=".", help="the folder the tools may touch (default: here)")
+    parser.add_argument("--yes", action="store_true", help="approve every command that would be asked about")
     args = parser.parse_args()
     if not args.task.strip():
         parser.error("the task is empty: say what you want done")
+    if not Path(args.workspace).is_dir():
+        parser.error(f"--workspace {args.workspace}: no such directory")
+    tools.WORKSPACE = Path(args.workspace).resolve()
+    approve = (lambda question: True) if args.yes else ask_user
     try:
-        answer = run(args.task, choose(args.backend, args.model, args.base_url))
+        answer = run(args.task, choose(args.backend, args.model, args.base_url), approve)
     except BackendError as error:
         sys.exit(f"error: {error}")
     except KeyboardInterrupt:

@@ -1,12 +1,34 @@
-"""The tools the model may call: plain functions, REGISTRY (name -> function) and TOOLS (their JSON schemas).
+"""The tools the model may call, and the guardrails around them: REGISTRY (name -> function), TOOLS (schemas).
 
-Try one:  python -c "import tools; print(tools.list_dir('.'))"
-The schemas are written by hand, for the model: it reads the descriptions to decide what to call.
+Try one:  python -c "import tools; print(tools.run_shell('ls'))"
+Every path must stay inside WORKSPACE, secret files are refused, and a command runs without asking only when
+it is plainly read-only; needs_approval() tells harness.py when to ask the user first.
 """
+import fnmatch
+import os
+import re
+import shlex
+import signal
 import subprocess
+import threading
 from pathlib import Path
 
 MAX_CHARS = 4000  # longest result sent back to the model; one huge file must not flood the conversation
+TIMEOUT = 10  # seconds a command may run before it and everything it started are killed
+MAX_OUTPUT = 1_000_000  # bytes a command may print before it is stopped: `yes` must not fill memory
+WORKSPACE = Path.cwd()  # the only folder the tools may touch; harness.py --workspace changes it
+SECRET_FILES = (".env", ".env.*", "*.pem", "*.key", "id_rsa*")  # credentials: never shown to the model
+NOT_SECRET = (".env.example",)  # a template with empty values
+SAFE_PROGRAMS = ("ls", "cat", "head", "tail", "wc", "grep", "pwd", "echo")  # read-only, run without asking
+SAFE_GIT = ("status", "log", "diff", "show")  # read-only git subcommands
+SHELL_SYNTAX = set(";&|<>`$(){}[]*?~!\\\n")  # anything the shell would interpret needs a person to look
+SECRET_VARIABLE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
+# Windows has no process groups as such: a new process group there lets taskkill /T end the whole tree.
+NEW_GROUP = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {"start_new_session": True}
+
+
+class Refused(Exception):
+    """A call the guardrails will not run, whoever approves it; the message tells the model why."""
 
 
 def truncate(text, limit=MAX_CHARS):
@@ -19,23 +41,129 @@ def truncate(text, limit=MAX_CHARS):
     return text[:limit] + f"\n[... {len(text) - limit} more characters cut]"
 
 
+def is_secret(path):
+    """Example: is_secret("config/.env.local") -> True;  is_secret("notes.txt") -> False"""
+    name = Path(path).name
+    return name not in NOT_SECRET and any(fnmatch.fnmatch(name, pattern) for pattern in SECRET_FILES)
+
+
+def inside_workspace(path):
+    """The real location of a path the model gave; refused if it leaves WORKSPACE or is a secret file.
+
+    Example (WORKSPACE is /work): "notes/a.txt" -> /work/notes/a.txt;  "../etc/passwd" -> Refused
+    """
+    full = (WORKSPACE / path).resolve()  # resolve() follows symlinks, so a link cannot lead out
+    if not full.is_relative_to(WORKSPACE.resolve()):
+        raise Refused(f"{path} is outside the workspace; use paths inside {WORKSPACE}")
+    if is_secret(path) or is_secret(full):
+        raise Refused(f"{path} is a secret file, and the model may not read credentials")
+    return full
+
+
 def read_file(path):
-    """Return the text of a file."""
-    return truncate(Path(path).read_text(encoding="utf-8", errors="replace"))
+    """Return the text of a file in the workspace."""
+    return truncate(inside_workspace(path).read_text(encoding="utf-8", errors="replace"))
 
 
 def list_dir(path="."):
-    """Return the names in a directory, one per line; directories end with '/'."""
-    names = [p.name + "/" if p.is_dir() else p.name for p in sorted(Path(path).iterdir())]
+    """Return the names in a workspace directory, one per line; directories end with '/'."""
+    names = [p.name + "/" if p.is_dir() else p.name for p in sorted(inside_workspace(path).iterdir())]
     return "\n".join(names) or "(empty directory)"
 
 
+def refuse_secrets(command):
+    """Refuse a command that names a secret file, e.g. `cat .env` or `grep KEY .env.local`."""
+    words = re.findall(r"[^\s;&|<>()`'\"=]+", command)
+    secrets = [word for word in words if is_secret(word)]
+    if secrets:
+        raise Refused(f"{secrets[0]} is a secret file, and the model may not read credentials")
+
+
+def plain_command(command):
+    """The argument list of a command that may run without asking, else None. A plain command is a
+    read-only program with no shell syntax and no path outside the workspace.
+
+    Example: plain_command("grep -n def tools.py") -> ["grep", "-n", "def", "tools.py"];  plain_command("ls; rm x") -> None
+    """
+    if any(char in SHELL_SYNTAX for char in command):
+        return None
+    try:
+        argv = shlex.split(command)
+    except ValueError:  # unbalanced quotes
+        return None
+    if not argv or argv[0] not in (*SAFE_PROGRAMS, "git"):
+        return None
+    if argv[0] == "git" and (len(argv) < 2 or argv[1] not in SAFE_GIT or "--output" in command):
+        return None
+    for arg in argv[1:]:
+        value = arg.split("=", 1)[-1]  # --file=../x names a path too
+        if not (WORKSPACE / value).resolve().is_relative_to(WORKSPACE.resolve()):
+            return None
+    return argv
+
+
+def needs_approval(name, args):
+    """The question to ask the user before this call runs, or None when it may run as it is.
+    Raises Refused for what nobody may approve."""
+    if name != "run_shell":
+        return None
+    refuse_secrets(args["command"])
+    return None if plain_command(args["command"]) else f"Run `{args['command']}`?"
+
+
 def run_shell(command):
-    """Run a command line in the shell and return its exit code and everything it printed."""
-    # Anything the model asks, with your permissions, for as long as it likes: the lesson shows why
-    # that is a bad idea, and phase 2 adds the guardrails.
-    result = subprocess.run(command, shell=True, capture_output=True, text=True, errors="replace")
-    return truncate(f"exit code {result.returncode}\n{result.stdout}{result.stderr}")
+    """Run a command line in the workspace and return its exit code and output."""
+    refuse_secrets(command)
+    argv = plain_command(command)
+    # A plain command runs without a shell, so nothing in it is interpreted; anything else needed
+    # the user's approval (see needs_approval) and goes through the shell (cmd.exe on Windows).
+    process = subprocess.Popen(argv or command, shell=argv is None, cwd=WORKSPACE, env=child_env(),
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               **NEW_GROUP)
+    kept, printed = bytearray(), 0
+
+    def read_output():  # reads while the command runs, keeping only the first MAX_CHARS bytes
+        nonlocal printed
+        for chunk in iter(lambda: process.stdout.read1(65536), b""):
+            printed += len(chunk)
+            kept.extend(chunk[:MAX_CHARS - len(kept)])
+            if printed > MAX_OUTPUT:
+                kill_group(process)
+                return
+
+    reader = threading.Thread(target=read_output, daemon=True)
+    reader.start()
+    try:
+        process.wait(TIMEOUT)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    kill_group(process)  # also ends whatever it left running in the background, like `sleep 999 &`
+    reader.join(1)  # the rest of the output, already in the pipe
+    status = f"exit code {process.wait()}"
+    if timed_out:
+        status = f"error: timed out after {TIMEOUT} s; the command and everything it started were killed"
+    elif printed > MAX_OUTPUT:
+        status = f"stopped after printing {MAX_OUTPUT} bytes"
+    output = kept.decode("utf-8", errors="replace")
+    cut = f"\n[... {printed - len(kept)} more bytes cut]" if printed > len(kept) else ""
+    return f"{status}\n{output}{cut}"
+
+
+def kill_group(process):
+    """Kill a command and everything it started: its process group (on Windows, its process tree)."""
+    if os.name == "nt":
+        subprocess.run(["taskkill", "/F", "/T", "/PID", str(process.pid)], capture_output=True)
+        return
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass  # already gone
+
+
+def child_env():
+    """The environment commands run with: API keys and other secret-looking variables removed."""
+    return {name: value for name, value in os.environ.items() if not SECRET_VARIABLE.search(name)}
 
 
 REGISTRY = {"read_file": read_file, "list_dir": list_dir, "run_shell": run_shell}
@@ -43,8 +171,9 @@ REGISTRY = {"read_file": read_file, "list_dir": list_dir, "run_shell": run_shell
 TOOLS = [
     {"type": "function", "function": {
         "name": "read_file",
-        "description": "Read a text file and return its contents. Long files are cut after 4000 characters. "
-                       "Use a path relative to the current directory, such as README.md or src/app.py.",
+        "description": "Read a text file in the workspace and return its contents. Long files are cut after "
+                       "4000 characters. Use a path relative to the workspace, such as README.md or src/app.py. "
+                       "Secret files such as .env are refused.",
         "parameters": {
             "type": "object",
             "properties": {"path": {"type": "string", "description": "The file to read, e.g. README.md"}},
@@ -53,18 +182,19 @@ TOOLS = [
     }},
     {"type": "function", "function": {
         "name": "list_dir",
-        "description": "List the files and folders in a directory (folders end with /). "
+        "description": "List the files and folders in a workspace directory (folders end with /). "
                        "Call this first to see what exists before you read anything.",
         "parameters": {
             "type": "object",
-            "properties": {"path": {"type": "string", "description": "The directory; '.' is the current one"}},
+            "properties": {"path": {"type": "string", "description": "The directory; '.' is the workspace"}},
             "required": [],
         },
     }},
     {"type": "function", "function": {
         "name": "run_shell",
-        "description": "Run a shell command in the current directory and return its exit code and output. "
-                       "Use it for what the other tools cannot do, e.g. `git log -3` or `python --version`.",
+        "description": "Run a command in the workspace and return its exit code and output. Read-only commands "
+                       "(ls, cat, head, tail, wc, grep, git status/log/diff/show) run at once; anything else waits "
+                       "for the user's approval and may be declined. Commands time out after 10 s.",
         "parameters": {
             "type": "object",
             "properties": {"command": {"type": "string", "description": "The command line to run"}},

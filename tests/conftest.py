@@ -1,6 +1,7 @@
 """Shared fixtures: the offline model in scripted mode, a scratch workspace holding the code under test,
 and the --phase option (`python -m pytest tests/checkpoints --phase 1` checks the repository root)."""
 import ast
+import importlib
 import os
 import shutil
 import socket
@@ -96,3 +97,31 @@ def constant(path, name):
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
             return ast.literal_eval(node.value)
     raise KeyError(f"{path} has no constant {name}")
+
+
+@pytest.fixture
+def load(workspace, monkeypatch):
+    """Import modules of the code under test (tools, harness, ...) fresh from the workspace, run there."""
+    code = [p.stem for p in workspace.glob("*.py")]
+
+    def forget():
+        for name in code:
+            sys.modules.pop(name, None)
+
+    forget()
+    monkeypatch.syspath_prepend(str(workspace))
+    monkeypatch.chdir(workspace)
+    yield importlib.import_module
+    forget()
+
+
+def scripted_backend(server):
+    """The settings run() takes, pointing at a scripted server."""
+    return {"name": "groq", "base_url": server.url, "api_key": "gsk_test", "model": "openai/gpt-oss-120b"}
+
+
+def running_commands(command):
+    """Live processes (zombies left out) whose command line is exactly command, e.g. "sleep 61.25"."""
+    ps = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
+    rows = [line.split(None, 1) for line in ps.splitlines() if line.strip()]
+    return [row for row in rows if len(row) == 2 and row[1] == command and not row[0].startswith("Z")]
