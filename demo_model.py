@@ -30,7 +30,7 @@ MAX_ENTRIES = 30                # directory entries named in an answer
 MAX_MATCHES = 8                 # matching lines quoted from a file
 FIRST_LINES = 5                 # lines quoted from a file when none matches the task
 SHELL_LINES = 15                # lines quoted from a command's output
-KNOWN_TOOLS = ("run_shell", "list_dir", "read_file")  # the harness's tools
+KNOWN_TOOLS = ("run_shell", "list_dir", "read_file", "write_file")  # the harness's tools
 
 # Request fields Groq accepts; anything else is a 400 that names it.
 TOP_LEVEL_KEYS = (
@@ -52,11 +52,13 @@ SDK_EMPTY_FIELDS = ("refusal", "annotations", "audio", "function_call")
 ROLES_TEXT = "'system', 'assistant', 'user', 'function', 'tool', and 'developer'"
 
 LIST_WORDS = re.compile(r"\b(list|files|directory|folder|ls)\b", re.IGNORECASE)
+WRITE_WORDS = re.compile(r"\b(write|create|save)\b", re.IGNORECASE)
 NOT_FILE_NAMES = {"e.g", "i.e"}
 STOPWORDS = set(
     "list files file here then read tell which what that this with from show please about does there "
     "directory folder contents give could would should into them they have some each line lines "
-    "answer look find want where when your also just only command output print open need know".split()
+    "answer look find want where when your also just only command output print open need know "
+    "whole entire".split()
 )
 
 HELLO = ("Hello! I am the offline demo model: I run on your machine, with no network and no API key. "
@@ -302,8 +304,8 @@ def file_names(text):
 
 
 def prose(task):
-    """The task with commands and URLs blanked out, keeping positions: their words are not requests."""
-    return re.sub(r"`[^`]*`|\w+://\S+", lambda m: " " * len(m.group()), task)
+    """The task with commands, quoted text and URLs blanked out, keeping positions: their words are not requests."""
+    return re.sub(r'`[^`]*`|"[^"]*"|\w+://\S+', lambda m: " " * len(m.group()), task)
 
 
 def plan(task, tools):
@@ -314,8 +316,13 @@ def plan(task, tools):
     listing = LIST_WORDS.search(outside)
     if listing:
         steps.append((listing.start(), "list_dir", {"path": "."}))
+    text = re.search(r'"([^"]*)"', task)
     for name in file_names(outside):
-        steps.append((outside.index(name), "read_file", {"path": name}))
+        if WRITE_WORDS.search(outside) and text and "write_file" in tools:
+            # "text" is a first guess, as real models make; the harness's error shows the right name
+            steps.append((outside.index(name), "write_file", {"path": name, "text": text.group(1) + "\n"}))
+        else:
+            steps.append((outside.index(name), "read_file", {"path": name}))
     return [(name, args) for _, name, args in sorted(steps, key=lambda s: s[0]) if name in tools]
 
 
@@ -327,10 +334,26 @@ def listed_names(done):
     return {word.rstrip("/") for line in results[-1].splitlines() for word in line.split()}
 
 
+def corrected(args, error):
+    """The arguments an error asks for with "Call it as {...}": its shape, filled in from ours.
+
+    Example: {"path": "a", "text": "hi"}, 'Call it as {"path": "x", "content": "..."}' -> {"path": "a", "content": "hi"}
+    """
+    shape = json.loads(re.search(r"Call it as (\{.*\})", error).group(1))
+    spare = [value for key, value in args.items() if key not in shape]  # the wrongly named ones
+    return {key: args[key] if key in args else (spare.pop(0) if spare else value) for key, value in shape.items()}
+
+
 def next_calls(steps, done, sequential):
     """The calls to make this turn, and the reads skipped because the listing lacks the file."""
     made = [(name, args) for name, args, _ in done]
-    pending = [step for step in steps if step not in made]
+    pending = []
+    for name, args in steps:
+        for made_name, made_args, result in done:
+            if (made_name, made_args) == (name, args) and "Call it as {" in result:
+                args = corrected(made_args, result)  # read the error, fix the call
+        if (name, args) not in made:
+            pending.append((name, args))
     if not sequential:
         return pending, []
     listing, skipped = listed_names(done), []
@@ -341,6 +364,17 @@ def next_calls(steps, done, sequential):
             continue
         return [(name, args)], skipped
     return [], skipped
+
+
+def next_page(task, done):
+    """When the task wants a whole file and the last read says how to read on: that call."""
+    if not re.search(r"\b(all|whole|entire)\b", prose(task), re.IGNORECASE):
+        return None
+    for name, args, result in reversed(done):
+        if name == "read_file":
+            hint = re.search(r"offset=(\d+) to read on\]$", result.strip())
+            return ("read_file", {**args, "offset": int(hint.group(1))}) if hint else None
+    return None
 
 
 def is_error(result):
@@ -359,14 +393,19 @@ def describe_file(args, result, keywords):
     path = args.get("path", "the file")
     if is_error(result):
         return f"I could not read {path}: {result.strip()}"
-    lines = result.splitlines()
-    hits = [(n, line.strip()) for n, line in enumerate(lines, 1) if any(k in line.lower() for k in keywords)]
+    page = re.search(r"\n*\[lines (\d+)-(\d+) of (\d+);[^\]]*\]\s*$", result)  # a paged read_file
+    lines = (result[:page.start()] if page else result).splitlines()
+    first = int(args.get("offset") or 1)
+    hits = [(n, line.strip()) for n, line in enumerate(lines, first) if any(k in line.lower() for k in keywords)]
     if not hits:
-        hits = [(n, line.strip()) for n, line in enumerate(lines, 1) if line.strip()][:FIRST_LINES]
+        hits = [(n, line.strip()) for n, line in enumerate(lines, first) if line.strip()][:FIRST_LINES]
     quoted = [f"  line {n}: {text[:200]}" for n, text in hits[:MAX_MATCHES]]
-    cut = ", then the tool cut it off" if lines and "cut" in lines[-1].lower() else ""
-    count = f"{len(lines)} line" + ("s" if len(lines) != 1 else "")
-    return "\n".join([f"I read {count} of {path}{cut}."] + quoted)
+    if page:
+        said = f"I read lines {page[1]}-{page[2]} of {path}, which has {page[3]} lines."
+    else:
+        cut = ", then the tool cut it off" if lines and "cut" in lines[-1].lower() else ""
+        said = f"I read {len(lines)} line{'s' if len(lines) != 1 else ''} of {path}{cut}."
+    return "\n".join([said] + quoted)
 
 
 def describe_command(args, result, keywords):
@@ -378,8 +417,15 @@ def describe_command(args, result, keywords):
     return "\n".join([f"`{command}` printed:"] + [f"  {line}" for line in lines[:SHELL_LINES]] + more)
 
 
+def describe_write(args, result, keywords):
+    if is_error(result):
+        return f"My call write_file {json.dumps(args)} came back with: {result.strip()}"
+    return result.strip().capitalize() + "."
+
+
 # One describer per tool: adding a tool means adding one entry.
-DESCRIBE = {"list_dir": describe_listing, "read_file": describe_file, "run_shell": describe_command}
+DESCRIBE = {"list_dir": describe_listing, "read_file": describe_file, "run_shell": describe_command,
+            "write_file": describe_write}
 
 
 def keywords_of(task):
@@ -404,7 +450,8 @@ def why(calls, skipped):
         return said + f"The task asks for {len(calls)} independent things, so I make all the calls at once."
     name, args = calls[0]
     asks = {"list_dir": "asks for the files here", "read_file": f"names the file {args.get('path')}",
-            "run_shell": f"gives the command `{args.get('command')}`"}.get(name, f"needs {name}")
+            "run_shell": f"gives the command `{args.get('command')}`",
+            "write_file": f"asks me to write {args.get('path')}"}.get(name, f"needs {name}")
     return said + f"The task {asks}, so I call {name}."
 
 
@@ -422,6 +469,8 @@ def policy(body):
 
     steps = plan(task, offered if can_call else KNOWN_TOOLS)
     calls, skipped = next_calls(steps, done, sequential=bool(re.search(r"\bthen\b", task, re.IGNORECASE)))
+    if not calls and can_call and next_page(task, done):
+        calls = [next_page(task, done)]  # the file came back cut, and the task wants all of it
     if calls and not can_call:
         # What Groq does when a learner stops sending tools mid-conversation: the model calls one anyway.
         name, args = calls[0]

@@ -2,7 +2,8 @@
 
 Run:  python harness.py "List the files here, then read backend.py and tell me which model it calls."
       python harness.py --workspace ~/scratch --yes "Run `make test` and tell me what failed"
-The tools stay inside the workspace; a command that is not plainly read-only runs only after you say yes.
+Every call is checked against its tool's schema first; the tools stay inside the workspace, and a write or
+a command that is not plainly read-only runs only after you say yes.
 """
 import argparse
 import json
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import tools
 from backend import BACKENDS, BackendError, chat, choose
-from tools import REGISTRY, TOOLS, Refused, needs_approval
+from tools import REGISTRY, TOOLS, BadCall, Refused, check_call, needs_approval
 
 MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
 SYSTEM = ("You are a careful assistant working in the user's workspace directory. "
@@ -76,19 +77,18 @@ def approved(approve, question):
 
 
 def run_tool(call, approve):
-    """Run one tool call; every failure becomes an 'error: ...' result the model can read and act on."""
+    """Check one tool call against its contract, then run it; every failure becomes an 'error: ...' result
+    the model can read and act on."""
     name = call.function.name
-    if name not in REGISTRY:
-        return f"error: there is no tool called {name!r}. The tools are: {', '.join(REGISTRY)}."
     try:
-        args = json.loads(call.function.arguments or "{}")  # some servers send "" for no arguments
-    except json.JSONDecodeError as error:
-        return f"error: the arguments are not valid JSON ({error}). Send a JSON object, e.g. {{\"path\": \"README.md\"}}."
-    try:
+        args = check_call(name, call.function.arguments)  # a call that breaks the contract never runs
         question = needs_approval(name, args)
         if question and not approved(approve, question):
-            return f"error: the user declined: {question} Do not ask again; try another way or say what you need."
+            return (f"error: the user declined, so nothing was done: {question.splitlines()[-1]} "
+                    "Try another way, or say what you need.")
         return REGISTRY[name](**args)
+    except BadCall as error:
+        return f"error: {error}"
     except Refused as error:
         return f"error: refused: {error}"
     except Exception as error:  # the tool boundary: the model caused it, so the model hears about it

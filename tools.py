@@ -1,10 +1,14 @@
 """The tools the model may call, and the guardrails around them: REGISTRY (name -> function), TOOLS (schemas).
 
-Try one:  python -c "import tools; print(tools.run_shell('ls'))"
-Every path must stay inside WORKSPACE, secret files are refused, and a command runs without asking only when
-it is plainly read-only; needs_approval() tells harness.py when to ask the user first.
+Try one:  python -c "import tools; print(tools.read_file('tools.py', limit=5))"
+Every call is checked against its schema before it runs (check_call), every path must stay inside WORKSPACE,
+secret files are refused, and needs_approval() tells harness.py when to ask the user first: before any
+command that is not plainly read-only, and before any write, showing the diff.
 """
+import difflib
 import fnmatch
+import inspect
+import json
 import os
 import re
 import shlex
@@ -14,6 +18,7 @@ import threading
 from pathlib import Path
 
 MAX_CHARS = 4000  # longest result sent back to the model; one huge file must not flood the conversation
+PAGE_LINES = 200  # lines read_file returns by default; the model pages with offset
 TIMEOUT = 10  # seconds a command may run before it and everything it started are killed
 MAX_OUTPUT = 1_000_000  # bytes a command may print before it is stopped: `yes` must not fill memory
 WORKSPACE = Path.cwd()  # the only folder the tools may touch; harness.py --workspace changes it
@@ -31,14 +36,53 @@ class Refused(Exception):
     """A call the guardrails will not run, whoever approves it; the message tells the model why."""
 
 
-def truncate(text, limit=MAX_CHARS):
-    """Cut text to limit characters and say how much was cut.
+class BadCall(Exception):
+    """A call that breaks its tool's contract; the message names the problem and shows the right shape."""
 
-    Example: truncate("abcdef", 4) -> "abcd\\n[... 2 more characters cut]"
+
+JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "object": dict, "array": list}
+
+
+def json_type(value):
+    """Example: json_type(True) -> "a boolean";  json_type("10") -> "a string";  json_type([1]) -> "an array" """
+    for name, kind in [("a boolean", bool), ("an integer", int), ("a number", float), ("a string", str),
+                       ("an object", dict), ("an array", list)]:
+        if isinstance(value, kind):
+            return name
+    return "null"
+
+
+def check_call(name, arguments):
+    """Parse a call's arguments and check them against the tool's schema and its function's signature.
+    Returns them as a dict, or raises BadCall with a message the model can fix its next call from.
+
+    Example: check_call("read_file", '{}') -> BadCall('read_file: missing required argument "path" (string).
+             Call it as {"path": "README.md"}')
     """
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n[... {len(text) - limit} more characters cut]"
+    if name not in SCHEMAS:
+        raise BadCall(f"there is no tool called {name!r}. The tools are: {', '.join(SCHEMAS)}.")
+    schema, properties = SCHEMAS[name], SCHEMAS[name]["properties"]
+    shape = "Call it as " + json.dumps({arg: p["examples"][0] for arg, p in properties.items() if "examples" in p})
+    try:
+        args = json.loads(arguments or "{}")  # some servers send "" for no arguments
+    except json.JSONDecodeError as error:
+        raise BadCall(f"{name}: the arguments are not valid JSON ({error}). {shape}") from None
+    if not isinstance(args, dict):
+        raise BadCall(f"{name}: the arguments must be a JSON object, not {json_type(args)}. {shape}")
+    for arg in schema.get("required", []):
+        if arg not in args:
+            raise BadCall(f'{name}: missing required argument "{arg}" ({properties[arg]["type"]}). {shape}')
+    for arg, value in args.items():
+        if arg not in properties:
+            takes = ", ".join(f"{a} ({p['type']})" for a, p in properties.items())
+            raise BadCall(f'{name}: unexpected argument "{arg}"; it takes {takes}. {shape}')
+        expected = properties[arg]["type"]
+        # a bool is an int to Python, but not to JSON Schema: true is not a line number
+        if not isinstance(value, JSON_TYPES[expected]) or (isinstance(value, bool) and expected != "boolean"):
+            raise BadCall(f'{name}: argument "{arg}" must be of type {expected}, not {json_type(value)} '
+                          f"({json.dumps(value)}). {shape}")
+    inspect.signature(REGISTRY[name]).bind(**args)  # the function agrees too (a test keeps them in step)
+    return args
 
 
 def is_secret(path):
@@ -60,12 +104,46 @@ def inside_workspace(path):
     return full
 
 
-def read_file(path):
-    """Return the text of a file in the workspace."""
-    return truncate(inside_workspace(path).read_text(encoding="utf-8", errors="replace"))
+def read_file(path: str, offset: int = 1, limit: int = PAGE_LINES) -> str:
+    """Return lines offset, offset+1, ... of a workspace file (the first line is 1): at most limit lines and
+    MAX_CHARS characters, and when more is left, a last line saying how to read on."""
+    if offset < 1 or limit < 1:
+        raise ValueError("offset and limit start at 1")
+    lines = inside_workspace(path).read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+    text, end = "", offset - 1
+    for line in lines[offset - 1:offset - 1 + limit]:
+        if len(text) + len(line) > MAX_CHARS:
+            if not text:  # one line longer than MAX_CHARS: show its start rather than nothing
+                text, end = line[:MAX_CHARS] + "\n", end + 1
+            break
+        text, end = text + line, end + 1
+    if end < len(lines):
+        text += f"\n[lines {offset}-{end} of {len(lines)}; call read_file with offset={end + 1} to read on]"
+    return text
 
 
-def list_dir(path="."):
+def write_file(path: str, content: str) -> str:
+    """Replace a workspace file's text with content (creating it if needed). Runs only once the user
+    approved the diff that needs_approval() showed."""
+    target = inside_workspace(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(content.encode("utf-8"))  # bytes: no newline translation, exactly the diff shown
+    return f"wrote {len(content)} characters to {path}"
+
+
+def diff(path, content):
+    """The change write_file(path, content) would make, as a unified diff.
+
+    Example: diff("a.txt", "new\\n") where a.txt holds "old\\n" -> "--- a/a.txt\\n+++ b/a.txt\\n@@ -1 +1 @@\\n-old\\n+new\\n"
+    """
+    target = inside_workspace(path)
+    old = target.read_bytes().decode("utf-8", errors="replace") if target.exists() else ""
+    lines = difflib.unified_diff(old.splitlines(keepends=True), content.splitlines(keepends=True),
+                                 f"a/{path}", f"b/{path}")
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+def list_dir(path: str = ".") -> str:
     """Return the names in a workspace directory, one per line; directories end with '/'."""
     names = [p.name + "/" if p.is_dir() else p.name for p in sorted(inside_workspace(path).iterdir())]
     return "\n".join(names) or "(empty directory)"
@@ -105,13 +183,16 @@ def plain_command(command):
 def needs_approval(name, args):
     """The question to ask the user before this call runs, or None when it may run as it is.
     Raises Refused for what nobody may approve."""
+    if name == "write_file":
+        change = diff(args["path"], args["content"]) or "(no change)\n"
+        return f"{change}Write {args['path']}?"  # the last line is the question itself
     if name != "run_shell":
         return None
     refuse_secrets(args["command"])
     return None if plain_command(args["command"]) else f"Run `{args['command']}`?"
 
 
-def run_shell(command):
+def run_shell(command: str) -> str:
     """Run a command line in the workspace and return its exit code and output."""
     refuse_secrets(command)
     argv = plain_command(command)
@@ -166,17 +247,21 @@ def child_env():
     return {name: value for name, value in os.environ.items() if not SECRET_VARIABLE.search(name)}
 
 
-REGISTRY = {"read_file": read_file, "list_dir": list_dir, "run_shell": run_shell}
+REGISTRY = {"read_file": read_file, "list_dir": list_dir, "run_shell": run_shell, "write_file": write_file}
 
 TOOLS = [
     {"type": "function", "function": {
         "name": "read_file",
-        "description": "Read a text file in the workspace and return its contents. Long files are cut after "
-                       "4000 characters. Use a path relative to the workspace, such as README.md or src/app.py. "
-                       "Secret files such as .env are refused.",
+        "description": "Read a text file in the workspace, 200 lines at a time. When there is more, the result "
+                       "ends with the offset to read on from. Use a path relative to the workspace, such as "
+                       "README.md or src/app.py. Secret files such as .env are refused.",
         "parameters": {
             "type": "object",
-            "properties": {"path": {"type": "string", "description": "The file to read, e.g. README.md"}},
+            "properties": {
+                "path": {"type": "string", "description": "The file to read", "examples": ["README.md"]},
+                "offset": {"type": "integer", "description": "The first line to read; 1 is the top", "default": 1},
+                "limit": {"type": "integer", "description": "How many lines to read at most", "default": 200},
+            },
             "required": ["path"],
         },
     }},
@@ -186,7 +271,8 @@ TOOLS = [
                        "Call this first to see what exists before you read anything.",
         "parameters": {
             "type": "object",
-            "properties": {"path": {"type": "string", "description": "The directory; '.' is the workspace"}},
+            "properties": {"path": {"type": "string", "description": "The directory; '.' is the workspace",
+                                    "default": ".", "examples": ["."]}},
             "required": [],
         },
     }},
@@ -197,8 +283,24 @@ TOOLS = [
                        "for the user's approval and may be declined. Commands time out after 10 s.",
         "parameters": {
             "type": "object",
-            "properties": {"command": {"type": "string", "description": "The command line to run"}},
+            "properties": {"command": {"type": "string", "description": "The command line to run",
+                                       "examples": ["ls"]}},
             "required": ["command"],
         },
     }},
+    {"type": "function", "function": {
+        "name": "write_file",
+        "description": "Replace the whole text of a workspace file, or create it. The user sees the diff and "
+                       "must approve it; if they decline, the file is left as it was.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "The file to write", "examples": ["notes.txt"]},
+                "content": {"type": "string", "description": "The complete new text of the file",
+                            "examples": ["hello\n"]},
+            },
+            "required": ["path", "content"],
+        },
+    }},
 ]
+SCHEMAS = {tool["function"]["name"]: tool["function"]["parameters"] for tool in TOOLS}

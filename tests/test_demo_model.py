@@ -18,7 +18,7 @@ import demo_model  # noqa: E402
 
 TOOLS = [{"type": "function", "function": {"name": name, "description": f"the {name} tool",
                                            "parameters": {"type": "object", "properties": {}}}}
-         for name in ("read_file", "list_dir", "run_shell")]
+         for name in ("read_file", "list_dir", "run_shell", "write_file")]
 CHAINED_TASK = "List the files here, then read backend.py and tell me which model it calls."
 
 
@@ -561,6 +561,33 @@ def test_forgetting_tools_after_a_tool_call_gets_tool_use_failed(demo):
 
 
 # --- standalone ------------------------------------------------------------------------------
+
+def test_policy_guesses_a_write_then_fixes_the_call_from_the_error(demo):
+    task = user('Write "hello" to notes.txt')
+    guess = reply_message(demo, chat(task, tools=TOOLS))["tool_calls"][0]
+    assert json.loads(guess["function"]["arguments"]) == {"path": "notes.txt", "text": "hello\n"}
+    error = ('error: write_file: missing required argument "content" (string). '
+             'Call it as {"path": "notes.txt", "content": "hello\\n"}')
+    history = [task, calls(("w1", "write_file", {"path": "notes.txt", "text": "hello\n"})), result("w1", error)]
+    fixed = reply_message(demo, chat(*history, tools=TOOLS))["tool_calls"][0]
+    assert json.loads(fixed["function"]["arguments"]) == {"path": "notes.txt", "content": "hello\n"}
+    history += [calls(("w2", "write_file", {"path": "notes.txt", "content": "hello\n"})),
+                result("w2", "wrote 6 characters to notes.txt")]
+    answer = reply_message(demo, chat(*history, tools=TOOLS))["content"]
+    assert answer.endswith("Wrote 6 characters to notes.txt.")
+
+
+def test_policy_reads_on_when_the_task_wants_the_whole_file(demo):
+    task = user("Read all of big.txt")
+    page = "1\n2\n\n[lines 1-2 of 3; call read_file with offset=3 to read on]"
+    history = [task, calls(("r1", "read_file", {"path": "big.txt"})), result("r1", page)]
+    more = reply_message(demo, chat(*history, tools=TOOLS))["tool_calls"][0]
+    assert json.loads(more["function"]["arguments"]) == {"path": "big.txt", "offset": 3}
+    history += [calls(("r2", "read_file", {"path": "big.txt", "offset": 3})), result("r2", "3\n")]
+    answer = reply_message(demo, chat(*history, tools=TOOLS))["content"]
+    assert answer == ("I read lines 1-2 of big.txt, which has 3 lines.\n  line 1: 1\n  line 2: 2\n\n"
+                      "I read 1 line of big.txt.\n  line 3: 3")
+
 
 def test_standalone_server_prints_its_url_and_serves(tmp_path):
     script = tmp_path / "replies.json"

@@ -1,0 +1,126 @@
+"""The agent loop: send the task, run the tools the model asks for, send back the results, repeat.
+
+Run:  python harness.py "List the files here, then read backend.py and tell me which model it calls."
+      python harness.py --workspace ~/scratch --yes "Run `make test` and tell me what failed"
+Every call is checked against its tool's schema first; the tools stay inside the workspace, and a write or
+a command that is not plainly read-only runs only after you say yes.
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import tools
+from backend import BACKENDS, BackendError, chat, choose
+from tools import REGISTRY, TOOLS, BadCall, Refused, check_call, needs_approval
+
+MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
+SYSTEM = ("You are a careful assistant working in the user's workspace directory. "
+          "Use the tools to look at the files before you answer, then answer briefly.")
+
+
+def ask_user(question):
+    """The default approval: ask on the terminal. Without a terminal, one line is read from standard
+    input, and the end of input means no."""
+    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline()
+    if not sys.stdin.isatty():
+        print(answer.strip() or "(end of input: no)", file=sys.stderr)  # show what was piped in
+    return answer.strip().lower() in ("y", "yes")
+
+
+def run(task, backend=None, approve=ask_user):
+    """Run one task to the end; return the model's answer, or None when MAX_STEPS ran out first.
+    approve(question) decides the calls that need a person: only True means yes."""
+    backend = backend or choose()
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}]
+    for step in range(1, MAX_STEPS + 1):
+        message = chat(messages, tools=TOOLS, backend=backend)
+        messages.append(assistant_message(message))
+        if not message.tool_calls:
+            return message.content or ""
+        for call in message.tool_calls:  # one tool message per call, carrying the call's id
+            print(f"[{step}] {call.function.name} {call.function.arguments}")
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": run_tool(call, approve)})
+    return None
+
+
+def assistant_message(message):
+    """Rebuild the model's reply with only the fields the API accepts back (no 'reasoning' and such)."""
+    reply = {"role": "assistant", "content": message.content or ""}
+    if message.tool_calls:
+        reply["tool_calls"] = [
+            {"id": call.id, "type": "function",
+             "function": {"name": call.function.name, "arguments": valid_json(call.function.arguments)}}
+            for call in message.tool_calls]
+    return reply
+
+
+def valid_json(text):
+    """The arguments to send back: the model's own if they parse, else "{}" (servers reject broken JSON).
+
+    Example: valid_json('{"path": "a"}') -> '{"path": "a"}';  valid_json('{"path": ') -> '{}'
+    """
+    try:
+        json.loads(text)
+        return text
+    except (TypeError, ValueError):
+        return "{}"
+
+
+def approved(approve, question):
+    """Ask the approver; anything but a plain True (an exception, None, no answer) means no."""
+    try:
+        return approve(question) is True
+    except Exception:
+        return False
+
+
+def run_tool(call, approve):
+    """Check one tool call against its contract, then run it; every failure becomes an 'error: ...' result
+    the model can read and act on."""
+    name = call.function.name
+    try:
+        args = check_call(name, call.function.arguments)  # a call that breaks the contract never runs
+        question = needs_approval(name, args)
+        if question and not approved(approve, question):
+            return (f"error: the user declined, so nothing was done: {question.splitlines()[-1]} "
+                    "Try another way, or say what you need.")
+        return REGISTRY[name](**args)
+    except BadCall as error:
+        return f"error: {error}"
+    except Refused as error:
+        return f"error: refused: {error}"
+    except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
+        return f"error: {name} failed: {type(error).__name__}: {error}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Run one task with a tool-calling model.")
+    parser.add_argument("task", help="what you want done, in quotes")
+    parser.add_argument("--backend", choices=BACKENDS, help="default: $BACKEND, else the first API key found, else demo")
+    parser.add_argument("--model", help="default: $MODEL, else the backend's default model")
+    parser.add_argument("--base-url", help="any OpenAI-compatible server (default: $BASE_URL, else the backend's)")
+    parser.add_argument("--workspace", default=".", help="the folder the tools may touch (default: here)")
+    parser.add_argument("--yes", action="store_true", help="approve every command that would be asked about")
+    args = parser.parse_args()
+    if not args.task.strip():
+        parser.error("the task is empty: say what you want done")
+    if not Path(args.workspace).is_dir():
+        parser.error(f"--workspace {args.workspace}: no such directory")
+    tools.WORKSPACE = Path(args.workspace).resolve()
+    approve = (lambda question: True) if args.yes else ask_user
+    try:
+        answer = run(args.task, choose(args.backend, args.model, args.base_url), approve)
+    except BackendError as error:
+        sys.exit(f"error: {error}")
+    except KeyboardInterrupt:
+        sys.exit(130)
+    if answer is None:
+        print(f"stopped: hit the step limit (MAX_STEPS = {MAX_STEPS})")
+        sys.exit(3)
+    print(answer)
+
+
+if __name__ == "__main__":
+    main()
