@@ -76,21 +76,26 @@ def client(base_url, api_key):
     return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=TIMEOUT)
 
 
-def chat(messages, tools=None, backend=None):
-    """Send the conversation, and the tools the model may call; return the model's whole reply message."""
+def chat(messages, tools=None, backend=None, timeout=None, options=None):
+    """Send the conversation, and the tools the model may call; return the whole response. The reply is
+    response.choices[0].message, with its finish_reason beside it and the tokens used in response.usage.
+    options (temperature, reasoning_effort, ...) go into the request, but never replace the loop's own
+    model, messages and tools. timeout, when given, is all the time this request may take."""
     backend = backend or choose()
-    options = {"tools": tools} if tools else {}  # some servers reject an empty tools list
+    request = {"model": backend["model"], "messages": messages, **({"tools": tools} if tools else {})}
+    extra = {key: value for key, value in (options or {}).items() if key not in ("model", "messages", "tools")}
+    api = client(backend["base_url"], backend["api_key"])
+    if timeout is not None:  # a deadline: no time to wait for the client's own retries either
+        api = api.with_options(timeout=max(timeout, 0.01), max_retries=0)
     try:
-        response = client(backend["base_url"], backend["api_key"]).chat.completions.create(
-            model=backend["model"], messages=messages, **options)
+        return api.chat.completions.create(**request, extra_body=extra or None)
     except openai.APIError as error:
         raise BackendError(explain(error, backend)) from None
-    return response.choices[0].message
 
 
 def complete(prompt, backend=None):
     """Send one prompt and return the reply text."""
-    return chat([{"role": "user", "content": prompt}], backend=backend).content
+    return chat([{"role": "user", "content": prompt}], backend=backend).choices[0].message.content
 
 
 def explain(error, backend):

@@ -1,13 +1,16 @@
 """The agent loop: send the task, run the tools the model asks for, send back the results, repeat.
 
 Run:  python harness.py "List the files here, then read backend.py and tell me which model it calls."
-      python harness.py --workspace ~/scratch --yes "Run `make test` and tell me what failed"
-Every call is checked against its tool's schema first; the tools stay inside the workspace, and a write or
-a command that is not plainly read-only runs only after you say yes.
+      python harness.py --max-steps 5 --deadline 60 --trace run.jsonl "Run `make test` and tell me what failed"
+Every call is checked against its tool's schema first, a write or a command that is not plainly read-only runs
+only after you say yes, the calls of one turn run at the same time, and every run ends with a status.
 """
 import argparse
 import json
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import tools
@@ -15,8 +18,24 @@ from backend import BACKENDS, BackendError, chat, choose
 from tools import REGISTRY, TOOLS, BadCall, Refused, check_call, needs_approval
 
 MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
+LIMITS = {"max_steps": MAX_STEPS, "max_tool_calls": 30, "max_tokens": None, "deadline": None}  # None: no limit
+EXIT_CODES = {"answered": 0, "provider_error": 1, "step_limit": 3, "tool_call_limit": 3, "token_limit": 3,
+              "deadline": 3, "incomplete": 4, "interrupted": 130}
 SYSTEM = ("You are a careful assistant working in the user's workspace directory. "
           "Use the tools to look at the files before you answer, then answer briefly.")
+
+
+@dataclass
+class Result:
+    """How a run ended and what it used; messages is the whole conversation, ready to inspect or continue."""
+    status: str = "running"  # then one of EXIT_CODES
+    answer: str = ""
+    error: str = ""  # the provider's problem, explained, when status is provider_error
+    steps: int = 0
+    tool_calls: int = 0
+    usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
+    seconds: float = 0.0
+    messages: list = field(default_factory=list)
 
 
 def ask_user(question):
@@ -29,20 +48,104 @@ def ask_user(question):
     return answer.strip().lower() in ("y", "yes")
 
 
-def run(task, backend=None, approve=ask_user):
-    """Run one task to the end; return the model's answer, or None when MAX_STEPS ran out first.
-    approve(question) decides the calls that need a person: only True means yes."""
-    backend = backend or choose()
-    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}]
-    for step in range(1, MAX_STEPS + 1):
-        message = chat(messages, tools=TOOLS, backend=backend)
+def record(trace, kind, **fields):
+    """Write one line of the JSONL trace, flushed at once: a crash loses nothing already done."""
+    if trace:
+        trace.write(json.dumps({"type": kind, **fields}) + "\n")
+        trace.flush()
+
+
+def run(task, backend=None, approve=ask_user, limits=None, trace=None, options=None, history=()):
+    """Run one task until it ends, and return a Result whose status says how it ended.
+    approve(question) decides the calls that need a person (only True means yes); limits overrides LIMITS;
+    trace is an open file for the JSONL trace; options (temperature, ...) go with every request; history
+    is an earlier result.messages to continue from."""
+    backend, limits = backend or choose(), {**LIMITS, **(limits or {})}
+    result = Result(messages=[*(history or [{"role": "system", "content": SYSTEM}]), {"role": "user", "content": task}])
+    started = time.monotonic()
+    record(trace, "start", task=task, backend=backend["name"], model=backend["model"], limits=limits,
+           options=options or {})
+    try:
+        result.status = loop(result, backend, approve, limits, trace, options or {}, started)
+    except BackendError as error:
+        result.status, result.error = "provider_error", str(error)
+    except KeyboardInterrupt:
+        result.status = "interrupted"
+    result.seconds = round(time.monotonic() - started, 3)
+    record(trace, "end", status=result.status, answer=result.answer, error=result.error, steps=result.steps,
+           tool_calls=result.tool_calls, usage=result.usage, seconds=result.seconds)
+    return result
+
+
+def loop(result, backend, approve, limits, trace, options, started):
+    """Ask, keep the reply, run its tool calls, repeat; return the status the run ends with."""
+    messages = result.messages
+    while not (stop := over_budget(result, limits, started)):
+        result.steps += 1
+        left = limits["deadline"] - (time.monotonic() - started) if limits["deadline"] else None
+        asked = time.monotonic()
+        try:
+            response = chat(messages, tools=TOOLS, backend=backend, timeout=left, options=options)
+        except BackendError:
+            if over_budget(result, limits, started) == "deadline":
+                return "deadline"  # the model was still thinking when the time ran out
+            raise
+        choice, message = response.choices[0], response.choices[0].message
+        add_usage(result.usage, response.usage)
+        record(trace, "reply", step=result.steps, finish_reason=choice.finish_reason, content=message.content,
+               usage=response.usage.model_dump(exclude_none=True) if response.usage else None,
+               seconds=round(time.monotonic() - asked, 3))
+        if choice.finish_reason == "length":  # cut off mid-answer: never run a half-written call
+            messages.append({"role": "assistant", "content": message.content or ""})
+            result.answer = message.content or ""
+            return "incomplete"
         messages.append(assistant_message(message))
         if not message.tool_calls:
-            return message.content or ""
-        for call in message.tool_calls:  # one tool message per call, carrying the call's id
-            print(f"[{step}] {call.function.name} {call.function.arguments}")
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": run_tool(call, approve)})
+            result.answer = message.content or ""
+            return "answered"
+        messages.extend(run_tools(message.tool_calls, approve, result, limits, trace))
+        if result.tool_calls > limits["max_tool_calls"]:
+            return "tool_call_limit"
+    return stop
+
+
+def over_budget(result, limits, started):
+    """The status that ends the run before its next request, or None while every budget has room."""
+    if limits["deadline"] and time.monotonic() - started >= limits["deadline"]:
+        return "deadline"
+    if limits["max_tokens"] and result.usage["total_tokens"] >= limits["max_tokens"]:
+        return "token_limit"
+    if result.steps >= limits["max_steps"]:
+        return "step_limit"
     return None
+
+
+def add_usage(total, usage):
+    """Add one reply's token counts; some servers send none."""
+    for key in total:
+        total[key] += getattr(usage, key, 0) or 0
+
+
+def run_tools(calls, approve, result, limits, trace):
+    """Run one turn's calls at the same time; return their tool messages in call order, one per call id."""
+    room = limits["max_tool_calls"] - result.tool_calls
+    result.tool_calls += len(calls)  # refused and rejected calls count too
+    for call in calls:
+        print(f"[{result.steps}] {call.function.name} {call.function.arguments}", flush=True)
+    # Checks and questions first, in order, on this thread: a person answers one question at a time.
+    over = f"error: not run: this run may make {limits['max_tool_calls']} tool calls, and they are used up."
+    decisions = [check(call, approve) if n < room else (None, over) for n, call in enumerate(calls)]
+
+    def timed(call, decision):
+        began, (args, error) = time.monotonic(), decision
+        content = error or execute(call.function.name, args)
+        record(trace, "tool", step=result.steps, id=call.id, name=call.function.name,
+               arguments=call.function.arguments, is_error=content.startswith("error:"), result=content,
+               seconds=round(time.monotonic() - began, 3))
+        return {"role": "tool", "tool_call_id": call.id, "content": content}
+
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:  # a slow call does not hold up the others
+        return list(pool.map(timed, calls, decisions))
 
 
 def assistant_message(message):
@@ -76,23 +179,43 @@ def approved(approve, question):
         return False
 
 
-def run_tool(call, approve):
-    """Check one tool call against its contract, then run it; every failure becomes an 'error: ...' result
-    the model can read and act on."""
+def check(call, approve):
+    """Everything decided before a call runs: its arguments against the contract, then a person if needed.
+    Returns (args, None) to run it, or (None, "error: ...") to send back instead."""
     name = call.function.name
     try:
         args = check_call(name, call.function.arguments)  # a call that breaks the contract never runs
         question = needs_approval(name, args)
-        if question and not approved(approve, question):
-            return (f"error: the user declined, so nothing was done: {question.splitlines()[-1]} "
-                    "Try another way, or say what you need.")
-        return REGISTRY[name](**args)
     except BadCall as error:
-        return f"error: {error}"
+        return None, f"error: {error}"
+    except Refused as error:
+        return None, f"error: refused: {error}"
+    except Exception as error:
+        return None, f"error: {name} failed: {type(error).__name__}: {error}"
+    if question and not approved(approve, question):
+        return None, (f"error: the user declined, so nothing was done: {question.splitlines()[-1]} "
+                      "Try another way, or say what you need.")
+    return args, None
+
+
+def execute(name, args):
+    """Run a checked call; every failure becomes an 'error: ...' result the model can read and act on."""
+    try:
+        return REGISTRY[name](**args)
     except Refused as error:
         return f"error: refused: {error}"
     except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
         return f"error: {name} failed: {type(error).__name__}: {error}"
+
+
+def positive(kind):
+    """An argparse type for a number above zero. Example: positive(int)("3") -> 3;  positive(int)("0") -> error"""
+    def parse(text):
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
+        return value
+    return parse
 
 
 def main():
@@ -103,6 +226,12 @@ def main():
     parser.add_argument("--base-url", help="any OpenAI-compatible server (default: $BASE_URL, else the backend's)")
     parser.add_argument("--workspace", default=".", help="the folder the tools may touch (default: here)")
     parser.add_argument("--yes", action="store_true", help="approve every command that would be asked about")
+    parser.add_argument("--max-steps", type=positive(int), default=MAX_STEPS, help=f"model replies (default {MAX_STEPS})")
+    parser.add_argument("--max-tool-calls", type=positive(int), default=LIMITS["max_tool_calls"],
+                        help=f"tool calls, refused ones included (default {LIMITS['max_tool_calls']})")
+    parser.add_argument("--max-tokens", type=positive(int), help="tokens, as the provider counts them (default: no limit)")
+    parser.add_argument("--deadline", type=positive(float), metavar="SECONDS", help="wall-clock time (default: no limit)")
+    parser.add_argument("--trace", metavar="FILE", help="write a JSONL trace of the run to FILE")
     args = parser.parse_args()
     if not args.task.strip():
         parser.error("the task is empty: say what you want done")
@@ -110,16 +239,30 @@ def main():
         parser.error(f"--workspace {args.workspace}: no such directory")
     tools.WORKSPACE = Path(args.workspace).resolve()
     approve = (lambda question: True) if args.yes else ask_user
+    limits = {"max_steps": args.max_steps, "max_tool_calls": args.max_tool_calls, "max_tokens": args.max_tokens,
+              "deadline": args.deadline}
     try:
-        answer = run(args.task, choose(args.backend, args.model, args.base_url), approve)
-    except BackendError as error:
+        backend = choose(args.backend, args.model, args.base_url)
+        trace = open(args.trace, "w", encoding="utf-8") if args.trace else None
+    except (BackendError, OSError) as error:
         sys.exit(f"error: {error}")
-    except KeyboardInterrupt:
-        sys.exit(130)
-    if answer is None:
-        print(f"stopped: hit the step limit (MAX_STEPS = {MAX_STEPS})")
-        sys.exit(3)
-    print(answer)
+    result = run(args.task, backend, approve, limits, trace)
+    if trace:
+        trace.close()
+    report(result)
+    sys.exit(EXIT_CODES[result.status])
+
+
+def report(result):
+    """Print how the run ended: the answer (or the error) and a one-line summary on stderr."""
+    if result.error:
+        print(f"error: {result.error}", file=sys.stderr)
+    elif result.status != "answered":
+        print(f"stopped: {result.status.replace('_', ' ')}")
+    if result.answer:
+        print(result.answer)
+    print(f"{result.status}: {result.steps} steps, {result.tool_calls} tool calls, "
+          f"{result.usage['total_tokens']} tokens, {result.seconds:.1f} s", file=sys.stderr)
 
 
 if __name__ == "__main__":
