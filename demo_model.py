@@ -146,8 +146,10 @@ def check_tool_calls(where, calls):
                    or exact_keys(f"{at}.function", call["function"], ("name", "arguments")))
         if problem:
             return problem
-        if not isinstance(call["id"], str):
-            return f"('{at}.id' : value must be a string)"
+        if not isinstance(call["id"], str) or not call["id"]:
+            return f"('{at}.id' : value must be a non-empty string)"
+        if call["id"] in [other.get("id") for other in calls[:j] if isinstance(other, dict)]:
+            return f"('{at}.id' : duplicate tool call id '{call['id']}' in one message)"  # the demo's words
         if call["type"] != "function":
             return f"('{at}.type' : value must be 'function')"
         arguments = call["function"]["arguments"]
@@ -386,7 +388,8 @@ def describe_listing(args, result, keywords):
         return f"I could not list {args.get('path', '.')}: {result.strip()}"
     names = [line.strip() for line in result.splitlines() if line.strip() not in ("", "(empty directory)")]
     shown = names[:MAX_ENTRIES] + (["..."] if len(names) > MAX_ENTRIES else [])
-    return f"The directory holds {len(names)} entries: {', '.join(shown)}."
+    entries = f"{len(names)} entr" + ("y" if len(names) == 1 else "ies")
+    return f"The directory holds {entries}: {', '.join(shown)}."
 
 
 def describe_file(args, result, keywords):

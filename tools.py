@@ -27,6 +27,7 @@ NOT_SECRET = (".env.example",)  # a template with empty values
 SAFE_PROGRAMS = ("ls", "cat", "head", "tail", "wc", "grep", "pwd", "echo")  # read-only, run without asking
 SAFE_GIT = ("status", "log", "diff", "show")  # read-only git subcommands
 SHELL_SYNTAX = set(";&|<>`$(){}[]*?~!\\\n")  # anything the shell would interpret needs a person to look
+RUNNING = set()  # commands running now, so that Ctrl-C can end them too
 SECRET_VARIABLE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
 # Windows has no process groups as such: a new process group there lets taskkill /T end the whole tree.
 NEW_GROUP = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {"start_new_session": True}
@@ -201,6 +202,7 @@ def run_shell(command: str) -> str:
     process = subprocess.Popen(argv or command, shell=argv is None, cwd=WORKSPACE, env=child_env(),
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                **NEW_GROUP)
+    RUNNING.add(process)
     kept, printed = bytearray(), 0
 
     def read_output():  # reads while the command runs, keeping only the first MAX_CHARS bytes
@@ -221,6 +223,7 @@ def run_shell(command: str) -> str:
         timed_out = True
     kill_group(process)  # also ends whatever it left running in the background, like `sleep 999 &`
     reader.join(1)  # the rest of the output, already in the pipe
+    RUNNING.discard(process)
     status = f"exit code {process.wait()}"
     if timed_out:
         status = f"error: timed out after {TIMEOUT} s; the command and everything it started were killed"
@@ -240,6 +243,12 @@ def kill_group(process):
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass  # already gone
+
+
+def kill_running():
+    """End every command still running, and everything they started (for Ctrl-C)."""
+    for process in list(RUNNING):
+        kill_group(process)
 
 
 def child_env():

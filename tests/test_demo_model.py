@@ -242,6 +242,14 @@ def test_tool_call_item_with_index_is_rejected(demo):
     assert "('messages.1.tool_calls.0' : property 'index' is unsupported)" in error["message"]
 
 
+def test_tool_call_ids_must_be_present_and_distinct(demo):
+    empty = calls(("", "list_dir", {}))
+    assert "non-empty string" in rejection(demo, chat(user("hi"), empty, result("", "x")))["message"]
+    twice = calls(("a", "list_dir", {}), ("a", "read_file", {"path": "x"}))
+    body = chat(user("hi"), twice, result("a", "x"), result("a", "y"))
+    assert "duplicate tool call id 'a'" in rejection(demo, body)["message"]
+
+
 def test_empty_tool_calls_list_is_rejected(demo):
     error = rejection(demo, chat(user("hi"), {"role": "assistant", "content": "hi", "tool_calls": []}, user("x")))
     assert error["code"] == "empty_array"
