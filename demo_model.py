@@ -715,7 +715,7 @@ class DemoServer(ThreadingHTTPServer):
 
     def record(self, method, path, headers, body):
         entry = {"method": method, "path": path, "headers": {k.lower(): v for k, v in headers.items()},
-                 "body": body}
+                 "body": body, "time": time.monotonic()}  # the arrival time, for tests/bench.py
         with self.lock:
             self.requests.append(entry)
 

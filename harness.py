@@ -83,6 +83,7 @@ def run(task, backend=None, approve=ask_user, limits=None, trace=None, options=N
 def loop(result, backend, approve, limits, trace, options, started, on_text):
     """Ask, keep the reply, run its tool calls, repeat; return the status the run ends with."""
     messages, recent = result.messages, []  # recent: the calls made so far, as (name, arguments)
+    used = {call["id"] for m in messages for call in m.get("tool_calls", [])}  # every call id so far
     while not (stop := over_budget(result, limits, started)):
         result.steps += 1
         left = limits["deadline"] - (time.monotonic() - started) if limits["deadline"] else None
@@ -107,7 +108,7 @@ def loop(result, backend, approve, limits, trace, options, started, on_text):
                 return "incomplete"  # asked once already
             messages += [{"role": "assistant", "content": ""}, {"role": "user", "content": EMPTY_ANSWER}]
             continue
-        fresh_ids(message.tool_calls or [], messages)
+        fresh_ids(message.tool_calls or [], used)
         repeats = same_calls(message.tool_calls or [], recent)
         if repeats > SAME_CALL_LIMIT:
             return "repeated"  # it was told, and made the call again
@@ -136,10 +137,11 @@ def over_budget(result, limits, started):
 EMPTY_ANSWER = "Your reply was empty. Answer the task in words, or call a tool."
 
 
-def fresh_ids(calls, messages):
+def fresh_ids(calls, used):
     """Servers sometimes send an empty id, or one already used (within a reply or across turns): give those
-    calls a fresh id before anything refers to it, or the next request breaks the API's pairing rules."""
-    used = {call["id"] for m in messages for call in m.get("tool_calls", [])}
+    calls a fresh id before anything refers to it, or the next request breaks the API's pairing rules.
+    used is the set of ids so far, kept up to date here (collecting it anew would cost a pass over the
+    whole conversation every step)."""
     for call in calls:
         if not call.id or call.id in used:
             call.id = f"call_{uuid.uuid4().hex[:24]}"
@@ -187,7 +189,8 @@ def run_tools(calls, approve, result, limits, trace, told=None):
 
     with ThreadPoolExecutor(max_workers=len(calls)) as pool:  # a slow call does not hold up the others
         try:
-            return list(pool.map(timed, calls, decisions))
+            # a lone call runs right here: handing it to a thread and back costs more than it saves
+            return list((map if len(calls) == 1 else pool.map)(timed, calls, decisions))
         except KeyboardInterrupt:
             tools.kill_running()  # Ctrl-C: the commands go too, so the threads can end now
             raise

@@ -17,7 +17,8 @@ import subprocess
 import threading
 from pathlib import Path
 
-MAX_CHARS = 4000  # longest result sent back to the model; one huge file must not flood the conversation
+MAX_CHARS = 4000  # longest result sent back to the model, note included; one file must not flood the conversation
+NOTE_ROOM = 200  # characters kept free in a cut result for the note that says what was cut
 PAGE_LINES = 200  # lines read_file returns by default; the model pages with offset
 TIMEOUT = 10  # seconds a command may run before it and everything it started are killed
 MAX_OUTPUT = 1_000_000  # bytes a command may print before it is stopped: `yes` must not fill memory
@@ -113,9 +114,9 @@ def read_file(path: str, offset: int = 1, limit: int = PAGE_LINES) -> str:
     lines = inside_workspace(path).read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
     text, end = "", offset - 1
     for line in lines[offset - 1:offset - 1 + limit]:
-        if len(text) + len(line) > MAX_CHARS:
-            if not text:  # one line longer than MAX_CHARS: show its start rather than nothing
-                text, end = line[:MAX_CHARS] + "\n", end + 1
+        if len(text) + len(line) > MAX_CHARS - NOTE_ROOM:
+            if not text:  # one line longer than that: show its start rather than nothing
+                text, end = line[:MAX_CHARS - NOTE_ROOM] + "\n", end + 1
             break
         text, end = text + line, end + 1
     if end < len(lines):
@@ -205,11 +206,11 @@ def run_shell(command: str) -> str:
     RUNNING.add(process)
     kept, printed = bytearray(), 0
 
-    def read_output():  # reads while the command runs, keeping only the first MAX_CHARS bytes
+    def read_output():  # reads while the command runs, keeping only what fits in MAX_CHARS
         nonlocal printed
         for chunk in iter(lambda: process.stdout.read1(65536), b""):
             printed += len(chunk)
-            kept.extend(chunk[:MAX_CHARS - len(kept)])
+            kept.extend(chunk[:MAX_CHARS - NOTE_ROOM - len(kept)])
             if printed > MAX_OUTPUT:
                 kill_group(process)
                 return
