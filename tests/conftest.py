@@ -115,6 +115,14 @@ def load(workspace, monkeypatch):
     forget()
 
 
+@pytest.fixture
+def tools(load, workspace):
+    """tools.py of the code under test, confined to the scratch workspace."""
+    module = load("tools")
+    module.WORKSPACE = workspace
+    return module
+
+
 def scripted_backend(server):
     """The settings run() takes, pointing at a scripted server."""
     return {"name": "groq", "base_url": server.url, "api_key": "gsk_test", "model": "openai/gpt-oss-120b"}

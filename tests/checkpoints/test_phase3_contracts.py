@@ -121,13 +121,6 @@ def test_done_when_the_demo_model_fixes_its_write_from_the_error(workspace):
     assert (workspace / "notes.txt").read_text() == "hello\n"
 
 
-@pytest.fixture
-def tools(load, workspace):
-    module = load("tools")
-    module.WORKSPACE = workspace
-    return module
-
-
 def test_read_file_pages_and_says_how_to_read_on(tools, workspace):
     (workspace / "big.txt").write_text("".join(f"line {n}\n" for n in range(1, 501)))
     first = tools.read_file("big.txt")

@@ -54,13 +54,6 @@ def test_help_and_usage_errors_never_import_openai(workspace, args):
     assert imported and not any(name == "openai" or name.startswith("openai.") for name in imported)
 
 
-@pytest.fixture
-def tools(load, workspace):
-    module = load("tools")
-    module.WORKSPACE = workspace
-    return module
-
-
 def test_every_tool_result_fits_in_max_chars_note_included(tools, workspace):
     (workspace / "lines.txt").write_text("".join(f"line {n} of a long file\n" for n in range(10000)))
     (workspace / "wide.txt").write_text("w" * 50000)
