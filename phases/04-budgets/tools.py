@@ -27,6 +27,7 @@ NOT_SECRET = (".env.example",)  # a template with empty values
 SAFE_PROGRAMS = ("ls", "cat", "head", "tail", "wc", "grep", "pwd", "echo")  # read-only, run without asking
 SAFE_GIT = ("status", "log", "diff", "show")  # read-only git subcommands
 SHELL_SYNTAX = set(";&|<>`$(){}[]*?~!\\\n")  # anything the shell would interpret needs a person to look
+RECURSIVE = re.compile(r"-[^-]*[rR]|--(recursive|dereference-recursive|directories)")  # grep -r, -nR, ...
 SECRET_VARIABLE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
 # Windows has no process groups as such: a new process group there lets taskkill /T end the whole tree.
 NEW_GROUP = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {"start_new_session": True}
@@ -150,11 +151,16 @@ def list_dir(path: str = ".") -> str:
 
 
 def refuse_secrets(command):
-    """Refuse a command that names a secret file, e.g. `cat .env` or `grep KEY .env.local`."""
-    words = re.findall(r"[^\s;&|<>()`'\"=]+", command)
-    secrets = [word for word in words if is_secret(word)]
-    if secrets:
-        raise Refused(f"{secrets[0]} is a secret file, and the model may not read credentials")
+    """Refuse a command that names a secret file, e.g. `cat .env`, `grep KEY .env.local`, `cat .e""nv`
+    (the shell joins the quotes away), `git show HEAD:.env`, or a link whose real file is a secret."""
+    words = re.findall(r"[^\s;&|<>()`'\"=:]+", command)
+    try:
+        words += shlex.split(command)  # the words after the shell's quoting
+    except ValueError:  # unbalanced quotes: the shell would refuse it too
+        pass
+    for word in words:
+        if is_secret(word) or is_secret((WORKSPACE / word).resolve()):
+            raise Refused(f"{word} is a secret file, and the model may not read credentials")
 
 
 def plain_command(command):
@@ -173,6 +179,8 @@ def plain_command(command):
         return None
     if argv[0] == "git" and (len(argv) < 2 or argv[1] not in SAFE_GIT or "--output" in command):
         return None
+    if argv[0] == "grep" and any(RECURSIVE.match(arg) for arg in argv[1:]):
+        return None  # grep -r reads every file below, whatever its name
     for arg in argv[1:]:
         value = arg.split("=", 1)[-1]  # --file=../x names a path too
         if not (WORKSPACE / value).resolve().is_relative_to(WORKSPACE.resolve()):

@@ -51,6 +51,13 @@ def test_secret_files_are_refused_by_every_tool(tools, workspace, name):
 def test_a_symlink_to_a_secret_is_refused(tools, workspace):
     (workspace / "innocent.txt").symlink_to(workspace / ".env")
     assert "secret file" in refused(tools, tools.read_file, "innocent.txt")
+    assert "secret file" in refused(tools, tools.run_shell, "cat innocent.txt")
+
+
+@pytest.mark.parametrize("command", ['cat .e""nv', "cat './.env'", "git show HEAD:.env", "head -c 99 .env"])
+def test_a_secret_in_disguise_is_still_refused(tools, command):
+    assert "secret file" in refused(tools, tools.needs_approval, "run_shell", {"command": command})
+    assert "secret file" in refused(tools, tools.run_shell, command)
 
 
 @pytest.mark.parametrize("command", ["ls", "cat notes.txt", "grep -n keep notes.txt", "wc -l notes.txt",
@@ -61,7 +68,8 @@ def test_plain_read_only_commands_run_without_asking(tools, command):
 
 @pytest.mark.parametrize("command", ["ls; touch pwned", "ls && rm notes.txt", "echo $(touch pwned)", "echo `id`",
                                      "ls > listing.txt", "cat notes.txt | sh", "rm notes.txt", "touch pwned",
-                                     "cat /etc/passwd", "ls ../", "git push", "sleep 999 &", "env"])
+                                     "cat /etc/passwd", "ls ../", "git push", "sleep 999 &", "env",
+                                     "grep -r KEY .", "grep -nR KEY", "grep --recursive KEY ."])
 def test_anything_else_needs_approval(tools, command):
     assert tools.needs_approval("run_shell", {"command": command}) == f"Run `{command}`?"
 
