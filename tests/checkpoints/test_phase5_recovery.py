@@ -122,3 +122,21 @@ def test_ctrl_c_during_a_command_stops_at_once_and_kills_it(workspace, server):
     assert running_commands("sleep 63.75") == []
     end = json.loads((workspace / "trace.jsonl").read_text().splitlines()[-1])
     assert end["type"] == "end" and end["status"] == "interrupted"
+
+
+def test_ctrl_c_at_an_approval_prompt_stops_the_run(workspace, server):
+    server.push({"tool_calls": [{"name": "run_shell", "arguments": {"command": "touch made"}}]}, "never")
+    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARS}
+    process = subprocess.Popen([sys.executable, "harness.py", "--trace", "trace.jsonl", "Touch"], cwd=workspace,
+                               env={**env, **groq_env(server)}, stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(100):  # until the question is on screen: the harness now waits for an answer
+        if (workspace / "trace.jsonl").exists() and '"type": "reply"' in (workspace / "trace.jsonl").read_text():
+            break
+        time.sleep(0.05)
+    time.sleep(0.3)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=10)
+    assert process.returncode == 130 and "Traceback" not in stderr and "Run `touch made`? [y/N]" in stderr
+    assert not (workspace / "made").exists()
+    assert json.loads((workspace / "trace.jsonl").read_text().splitlines()[-1])["status"] == "interrupted"
