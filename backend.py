@@ -147,6 +147,8 @@ def assemble(stream, on_text):
     """Build one whole response from a stream. Text goes to on_text as it arrives; each tool call is put
     together from its pieces, found by index (id and name come once, arguments may come in fragments);
     usage comes on the finish chunk (Groq) or a last chunk of its own (OpenAI), so the last one seen wins."""
+    from openai.types.chat import ChatCompletion
+
     text, calls, finish, usage = "", {}, None, None
     for chunk in stream:
         usage = chunk.usage or usage
@@ -162,8 +164,6 @@ def assemble(stream, on_text):
             finish = choice.finish_reason or finish
     if finish is None:  # the SDK ends quietly when a stream stops early: only a finish_reason proves it ended
         raise BrokenReply("the stream ended before the model finished")
-    from openai.types.chat import ChatCompletion
-
     message = {"role": "assistant", "content": text or None, "tool_calls": [calls[i] for i in sorted(calls)] or None}
     return ChatCompletion.model_validate({
         "id": "streamed", "object": "chat.completion", "created": 0, "model": "",
