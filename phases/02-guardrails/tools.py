@@ -1,177 +1,84 @@
-"""The tools the model may call, and the guardrails around them: REGISTRY (name -> function), TOOLS (schemas).
+"""The tools the model may call: plain functions, REGISTRY (name -> function) and TOOLS (their JSON schemas).
 
-Try one:  python -c "import tools; print(tools.run_shell('ls'))"
-Every path must stay inside WORKSPACE, secret files are refused, and a command runs without asking only when
-it is plainly read-only; needs_approval() tells harness.py when to ask the user first.
+Try one:  python -c "import tools; print(tools.list_dir('.'))"
+Before a call runs, plan() decides, once, what will run and whether a person must approve it first: guards.py
+says what is allowed, shell.py runs commands.
 """
-import fnmatch
+import heapq
 import os
-import re
-import shlex
-import signal
-import subprocess
-import threading
-from pathlib import Path
+from functools import partial
 
-MAX_CHARS = 4000  # longest result sent back to the model; one huge file must not flood the conversation
-TIMEOUT = 10  # seconds a command may run before it and everything it started are killed
-MAX_OUTPUT = 1_000_000  # bytes a command may print before it is stopped: `yes` must not fill memory
-WORKSPACE = Path.cwd()  # the only folder the tools may touch; harness.py --workspace changes it
-SECRET_FILES = (".env", ".env.*", "*.pem", "*.key", "id_rsa*")  # credentials: never shown to the model
-NOT_SECRET = (".env.example",)  # a template with empty values
-SAFE_PROGRAMS = ("ls", "cat", "head", "tail", "wc", "grep", "pwd", "echo")  # read-only, run without asking
-SAFE_GIT = ("status", "log", "diff", "show")  # read-only git subcommands
-SHELL_SYNTAX = set(";&|<>`$(){}[]*?~!\\\n")  # anything the shell would interpret needs a person to look
-RECURSIVE = re.compile(r"-[^-]*[rR]|--(recursive|dereference-recursive|directories)")  # grep -r, -nR, ...
-SECRET_VARIABLE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
-# Windows has no process groups as such: a new process group there lets taskkill /T end the whole tree.
-NEW_GROUP = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {"start_new_session": True}
+import guards
+import shell
+from guards import Refused, visible
+
+MAX_CHARS = 4000  # longest result sent back to the model, note included; one file must not flood the conversation
+NOTE_ROOM = 200  # characters kept free in a cut result for the note that says what was cut
 
 
-class Refused(Exception):
-    """A call the guardrails will not run, whoever approves it; the message tells the model why."""
-
-
-def truncate(text, limit=MAX_CHARS):
-    """Cut text to limit characters and say how much was cut.
-
-    Example: truncate("abcdef", 4) -> "abcd\\n[... 2 more characters cut]"
-    """
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n[... {len(text) - limit} more characters cut]"
-
-
-def is_secret(path):
-    """Example: is_secret("config/.env.local") -> True;  is_secret("notes.txt") -> False"""
-    name = Path(path).name
-    return name not in NOT_SECRET and any(fnmatch.fnmatch(name, pattern) for pattern in SECRET_FILES)
-
-
-def inside_workspace(path):
-    """The real location of a path the model gave; refused if it leaves WORKSPACE or is a secret file.
-
-    Example (WORKSPACE is /work): "notes/a.txt" -> /work/notes/a.txt;  "../etc/passwd" -> Refused
-    """
-    full = (WORKSPACE / path).resolve()  # resolve() follows symlinks, so a link cannot lead out
-    if not full.is_relative_to(WORKSPACE.resolve()):
-        raise Refused(f"{path} is outside the workspace; use paths inside {WORKSPACE}")
-    if is_secret(path) or is_secret(full):
-        raise Refused(f"{path} is a secret file, and the model may not read credentials")
-    return full
+def plan(name, args, deadline=None):
+    """Decide, once, what a call will do: returns (action, question). action() runs exactly what was checked;
+    question is what a person must approve first, or None. Raises Refused for what nobody may approve.
+    deadline (a time.monotonic()) stops a command that is still running then."""
+    if name == "run_shell":
+        argv = guards.plain_command(args["command"])  # refuses a command that names a secret file
+        if argv:  # judged plain: it runs as this argument list, and is checked again just before it runs
+            return partial(run_plain, args["command"], argv, deadline), None
+        return partial(run_argv, shell.shell_argv(args["command"]), deadline), \
+            f"Run in a shell: {visible(args['command'], keep='')}"
+    return partial(REGISTRY[name], **args), None
 
 
 def read_file(path):
-    """Return the text of a file in the workspace."""
-    return truncate(inside_workspace(path).read_text(encoding="utf-8", errors="replace"))
+    """Return the text of a workspace file, at most MAX_CHARS of it."""
+    with guards.open_file(path) as file:  # a regular file inside the workspace, and no secret
+        data = file.read(MAX_CHARS * 4)  # never more than that: a 1 GB file is not loaded whole
+        more = len(file.read(1)) > 0
+    text = data.decode("utf-8", errors="replace")
+    if len(text) > MAX_CHARS - NOTE_ROOM or more:
+        return text[:MAX_CHARS - NOTE_ROOM] + "\n[... the file goes on; it was cut here]"
+    return text
 
 
 def list_dir(path="."):
     """Return the names in a workspace directory, one per line; directories end with '/'."""
-    names = [p.name + "/" if p.is_dir() else p.name for p in sorted(inside_workspace(path).iterdir())]
-    return "\n".join(names) or "(empty directory)"
+    count = 0
 
+    def names(entries):
+        nonlocal count
+        for count, entry in enumerate(entries, 1):
+            yield entry.name + ("/" if entry.is_dir() else "")
 
-def refuse_secrets(command):
-    """Refuse a command that names a secret file, e.g. `cat .env`, `grep KEY .env.local`, `cat .e""nv`
-    (the shell joins the quotes away), `git show HEAD:.env`, or a link whose real file is a secret."""
-    words = re.findall(r"[^\s;&|<>()`'\"=:]+", command)
-    try:
-        words += shlex.split(command)  # the words after the shell's quoting
-    except ValueError:  # unbalanced quotes: the shell would refuse it too
-        pass
-    for word in words:
-        if is_secret(word) or is_secret((WORKSPACE / word).resolve()):
-            raise Refused(f"{word} is a secret file, and the model may not read credentials")
-
-
-def plain_command(command):
-    """The argument list of a command that may run without asking, else None. A plain command is a
-    read-only program with no shell syntax and no path outside the workspace.
-
-    Example: plain_command("grep -n def tools.py") -> ["grep", "-n", "def", "tools.py"];  plain_command("ls; rm x") -> None
-    """
-    if any(char in SHELL_SYNTAX for char in command):
-        return None
-    try:
-        argv = shlex.split(command)
-    except ValueError:  # unbalanced quotes
-        return None
-    if not argv or argv[0] not in (*SAFE_PROGRAMS, "git"):
-        return None
-    if argv[0] == "git" and (len(argv) < 2 or argv[1] not in SAFE_GIT or "--output" in command):
-        return None
-    if argv[0] == "grep" and any(RECURSIVE.match(arg) for arg in argv[1:]):
-        return None  # grep -r reads every file below, whatever its name
-    for arg in argv[1:]:
-        value = arg.split("=", 1)[-1]  # --file=../x names a path too
-        if not (WORKSPACE / value).resolve().is_relative_to(WORKSPACE.resolve()):
-            return None
-    return argv
-
-
-def needs_approval(name, args):
-    """The question to ask the user before this call runs, or None when it may run as it is.
-    Raises Refused for what nobody may approve."""
-    if name != "run_shell":
-        return None
-    refuse_secrets(args["command"])
-    return None if plain_command(args["command"]) else f"Run `{args['command']}`?"
+    with os.scandir(guards.inside_workspace(path)) as entries:
+        first = heapq.nsmallest(MAX_CHARS // 2, names(entries))  # in order, without keeping 200,000 names
+    text = ""
+    for shown, name in enumerate(first):
+        if len(text) + len(name) + 1 > MAX_CHARS - NOTE_ROOM:
+            return text + f"[... {count - shown} more entries; list a folder inside to see fewer]"
+        text += name + "\n"
+    return text.rstrip("\n") or "(empty directory)"
 
 
 def run_shell(command):
-    """Run a command line in the workspace and return its exit code and output."""
-    refuse_secrets(command)
-    argv = plain_command(command)
-    # A plain command runs without a shell, so nothing in it is interpreted; anything else needed
-    # the user's approval (see needs_approval) and goes through the shell (cmd.exe on Windows).
-    process = subprocess.Popen(argv or command, shell=argv is None, cwd=WORKSPACE, env=child_env(),
-                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               **NEW_GROUP)
-    kept, printed = bytearray(), 0
-
-    def read_output():  # reads while the command runs, keeping only the first MAX_CHARS bytes
-        nonlocal printed
-        for chunk in iter(lambda: process.stdout.read1(65536), b""):
-            printed += len(chunk)
-            kept.extend(chunk[:MAX_CHARS - len(kept)])
-            if printed > MAX_OUTPUT:
-                kill_group(process)
-                return
-
-    reader = threading.Thread(target=read_output, daemon=True)
-    reader.start()
-    try:
-        process.wait(TIMEOUT)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        timed_out = True
-    kill_group(process)  # also ends whatever it left running in the background, like `sleep 999 &`
-    reader.join(1)  # the rest of the output, already in the pipe
-    status = f"exit code {process.wait()}"
-    if timed_out:
-        status = f"error: timed out after {TIMEOUT} s; the command and everything it started were killed"
-    elif printed > MAX_OUTPUT:
-        status = f"stopped after printing {MAX_OUTPUT} bytes"
-    output = kept.decode("utf-8", errors="replace")
-    cut = f"\n[... {printed - len(kept)} more bytes cut]" if printed > len(kept) else ""
-    return f"{status}\n{output}{cut}"
+    """Run a command line in the workspace and return its exit code and output. Here a plain command runs at
+    once; the harness runs anything else through plan(), after a person approved it."""
+    action, question = plan("run_shell", {"command": command})
+    if question:
+        raise Refused("this command needs a person's approval; the harness asks for it")
+    return action()
 
 
-def kill_group(process):
-    """Kill a command and everything it started: its process group (on Windows, its process tree)."""
-    if os.name == "nt":
-        subprocess.run(["taskkill", "/F", "/T", "/PID", str(process.pid)], capture_output=True)
-        return
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass  # already gone
+def run_plain(command, argv, deadline=None):
+    """Run a command judged plain, if it is still exactly as plain as when it was judged: another call of the
+    same turn may have changed the files it names (a link swapped in) since."""
+    if guards.plain_command(command) != argv:
+        raise Refused(f"`{command}` changed between the check and the run (a file it names changed); not run")
+    return run_argv(argv, deadline)
 
 
-def child_env():
-    """The environment commands run with: API keys and other secret-looking variables removed."""
-    return {name: value for name, value in os.environ.items() if not SECRET_VARIABLE.search(name)}
+def run_argv(argv, deadline=None):
+    return shell.run(argv, cwd=guards.WORKSPACE, env=guards.command_env(argv), keep=MAX_CHARS - NOTE_ROOM,
+                     deadline=deadline)
 
 
 REGISTRY = {"read_file": read_file, "list_dir": list_dir, "run_shell": run_shell}
@@ -179,8 +86,8 @@ REGISTRY = {"read_file": read_file, "list_dir": list_dir, "run_shell": run_shell
 TOOLS = [
     {"type": "function", "function": {
         "name": "read_file",
-        "description": "Read a text file in the workspace and return its contents. Long files are cut after "
-                       "4000 characters. Use a path relative to the workspace, such as README.md or src/app.py. "
+        "description": "Read a text file in the workspace and return its contents. Long files are cut after 4000 "
+                       "characters. Use a path relative to the workspace, such as README.md or src/app.py. "
                        "Secret files such as .env are refused.",
         "parameters": {
             "type": "object",

@@ -1,0 +1,317 @@
+"""The guardrails against an attacker: a model that wants out, and a folder someone handed you. Each test is one
+class of attack, tried through the loop the way a model would try it (a scripted turn of calls), on real files
+and real processes; it runs against every checkpoint from phase 2 on."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import tracemalloc
+
+import pytest
+from helpers import answer_of, clean_env, groq_env, run_python, running_commands, scripted_backend
+
+PHASE = 2
+FILES = ("guards.py", "shell.py", "tools.py")  # the rules; tests that depend on the harness say so
+ALL = ("backend.py", "guards.py", "harness.py", "probe.py", "shell.py", "tools.py")
+SECRET = "sk-live-0123456789abcdef"
+
+
+@pytest.fixture
+def harness(load, workspace):
+    """The code under test, in a workspace holding a secret, a note, and a neighbour outside it."""
+    (workspace / ".env").write_text(f"GROQ_API_KEY={SECRET}\n")
+    (workspace / "notes.txt").write_text("keep me\n")
+    (workspace.parent / "outside.txt").write_text("not yours\n")
+    return load("harness")
+
+
+def turn(harness, server, *calls, approve=lambda question: False):
+    """One scripted turn of calls [(name, arguments)] through the loop: what came back to the model, in call
+    order, and the questions a person was asked."""
+    asked = []
+    server.push({"tool_calls": [{"name": name, "arguments": args, "id": f"c{n}"} for n, (name, args) in
+                                enumerate(calls)]}, "ok")
+    answer = answer_of(harness.run("Do it", backend=scripted_backend(server),
+                                   approve=lambda q: asked.append(q) or approve(q)))
+    assert answer == "ok", answer
+    sent = server.requests[-1]["body"]["messages"]
+    return [m["content"] for m in sent if m["role"] == "tool"][-len(calls):], asked
+
+
+def shell(command):
+    return "run_shell", {"command": command}
+
+
+def git(workspace, *args):
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=workspace, check=True,
+                   capture_output=True, env=clean_env(GIT_CONFIG_GLOBAL=os.devnull))
+
+
+# 1. The screen can lie: whatever a model or a file wrote is shown with its control characters spelled out.
+
+@pytest.mark.files(*ALL)
+def test_control_characters_never_reach_the_screen(workspace, server):
+    """A call, a question, a diff and an answer full of escape sequences: the terminal gets none of them raw."""
+    (workspace / "notes.txt").write_text("old line\n")
+    nasty = "\x1b[2J\x1b[H\rWrite notes.txt?\x08\x1b]0;title\x07\u202e"
+    server.push({"tool_calls": [{"name": "run_shell", "arguments": json.dumps({"command": f"ls{nasty}"})},
+                                {"name": "run_shell", "arguments": f'{{"command": "rm x{nasty}"}}'}]},
+                f"done{nasty}")
+    result = run_python(workspace, "harness.py", "Go", env=groq_env(server), input="n\nn\n")
+    screen = result.stdout + result.stderr
+    for raw in ("\x1b", "\r", "\x08", "\x07", "\u202e"):
+        assert raw not in screen, f"{raw!r} reached the screen: {screen[-600:]!r}"
+    assert "\\x1b[2J" in screen and "\\r" in screen, "what was there is shown, spelled out"
+
+
+@pytest.mark.files(*ALL)
+def test_a_write_question_shows_the_real_file_and_what_changes(load, harness, server, workspace):
+    """The question for a write names the file really written (links followed), counts the lines that change,
+    and shows the new content's control characters spelled out."""
+    if not hasattr(load("tools"), "check_call"):
+        pytest.skip("write_file comes in phase 3")
+    (workspace / "innocent.txt").symlink_to(workspace / "notes.txt")
+    results, asked = turn(harness, server, ("write_file", {"path": "innocent.txt",
+                                                           "content": "new\r\x1b[1Ahidden\n"}))
+    assert len(asked) == 1 and "notes.txt" in asked[0] and "+1 -1" in asked[0], asked
+    assert "\x1b" not in asked[0] and "\r" not in asked[0] and "\\x1b[1A" in asked[0], asked[0]
+    assert (workspace / "notes.txt").read_text() == "keep me\n"
+
+
+# 2. An allowlisted program's own options: only the options listed for it run without asking.
+
+@pytest.mark.parametrize("command", ["grep -d recurse KEY .", "grep --directories=recurse KEY .", "grep -rn KEY",
+                                     "grep --include=*.env -r KEY", "grep -f../outside.txt notes.txt",
+                                     "grep --file=../outside.txt notes.txt", "wc --files0-from=list",
+                                     "cat -- ../outside.txt", "head -n1 ../outside.txt", "tail -f notes.txt",
+                                     "ls -L", "git diff --no-index ../outside.txt notes.txt", "git -C .. status",
+                                     "git log --output=x", "git show --ext-diff", "echo hi > x"])
+def test_options_off_the_list_ask_first(harness, server, command):
+    """An option that is not on the program's list, a file outside, or shell syntax: a person is asked."""
+    results, asked = turn(harness, server, shell(command))
+    assert len(asked) == 1 and results[0].startswith("error:"), (asked, results)
+    assert SECRET not in results[0] and "not yours" not in results[0]
+
+
+def test_git_history_shows_no_secret(harness, server, workspace):
+    """A .env committed and then removed: git log -p and git show print everything but it."""
+    git(workspace, "init", "-q")
+    git(workspace, "add", ".env", "notes.txt")
+    git(workspace, "commit", "-qm", "oops")
+    git(workspace, "rm", "-q", "--cached", ".env")
+    git(workspace, "commit", "-qm", "remove")
+    results, asked = turn(harness, server, shell("git log -p"), shell("git show HEAD~1"), shell("git diff HEAD~1"))
+    assert asked == [], f"these read-only git commands should run at once: {asked}"
+    assert all("keep me" in r or "oops" in r or r.startswith("exit code") for r in results), results
+    assert not any(SECRET in r for r in results), results
+
+
+def test_git_shows_commits_not_blobs(harness, server, workspace):
+    """A revision that names a blob (any file's contents, secrets included) is not a commit: a person is asked."""
+    git(workspace, "init", "-q")
+    git(workspace, "add", "-f", ".env")
+    git(workspace, "commit", "-qm", "one")
+    blob = subprocess.run(["git", "rev-parse", "HEAD:.env"], cwd=workspace, capture_output=True, text=True).stdout
+    results, asked = turn(harness, server, shell(f"git show {blob.strip()}"), shell(f"git diff {blob.strip()[:7]}"))
+    assert len(asked) == 2 and not any(SECRET in r for r in results), (asked, results)
+
+
+# 3. The workspace's own configuration cannot make an allowlisted program run anything.
+
+@pytest.mark.parametrize("config", ["[core]\n\tfsmonitor = touch pwned\n", "[core]\n\tpager = touch pwned\n",
+                                    "[diff]\n\texternal = touch pwned\n", "[include]\n\tpath = ../evil\n",
+                                    "[diff \"x\"]\n\ttextconv = touch pwned\n", "[core]\n\thooksPath = hooks\n"])
+def test_a_repository_config_that_runs_programs_makes_git_ask(harness, server, workspace, config):
+    """git status and diff run without asking only in a repository whose config can run nothing."""
+    git(workspace, "init", "-q")
+    (workspace / ".gitattributes").write_text("* diff=x\n")
+    with open(workspace / ".git" / "config", "a") as file:
+        file.write(config)
+    results, asked = turn(harness, server, shell("git status"), shell("git diff"))
+    assert len(asked) == 2 and not (workspace / "pwned").exists(), (asked, results)
+
+
+def test_a_hook_does_not_run_for_a_plain_git_command(harness, server, workspace):
+    """A repository's hook (post-index-change runs when git status refreshes the index) never runs."""
+    git(workspace, "init", "-q")
+    git(workspace, "add", "notes.txt")
+    git(workspace, "commit", "-qm", "one")
+    hook = workspace / ".git" / "hooks" / "post-index-change"
+    hook.write_text("#!/bin/sh\ntouch pwned\n")
+    hook.chmod(0o755)
+    (workspace / "notes.txt").write_text("changed\n")
+    results, asked = turn(harness, server, shell("git status"), shell("git diff"))
+    assert asked == [] and not (workspace / "pwned").exists(), (asked, results)
+
+
+def test_a_program_planted_in_the_workspace_is_not_the_one_that_runs(harness, server, workspace, monkeypatch):
+    """A PATH with a relative or workspace entry: the allowlisted `ls` is still the system's, not ./bin/ls."""
+    (workspace / "bin").mkdir()
+    (workspace / "bin" / "ls").write_text("#!/bin/sh\ntouch pwned\necho planted\n")
+    (workspace / "bin" / "ls").chmod(0o755)
+    monkeypatch.setenv("PATH", f"bin:{workspace / 'bin'}::{os.environ['PATH']}")
+    results, asked = turn(harness, server, shell("ls"))
+    assert "planted" not in results[0] and not (workspace / "pwned").exists(), results
+
+
+# 4. Secrets the old list missed, a hard link to one, and a token in a repository's config.
+
+@pytest.mark.parametrize("name", [".netrc", "id_ed25519", ".git-credentials", ".aws/credentials", ".npmrc",
+                                  ".pypirc", ".docker/config.json", ".kube/config", ".ssh/id_ecdsa", "deploy.p12",
+                                  ".envrc", "terraform.tfstate", ".config/gh/hosts.yml"])
+def test_common_credential_files_are_secrets(harness, server, workspace, name):
+    """The credential files ssh, git, cloud command lines and package managers write are refused to every tool."""
+    (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+    (workspace / name).write_text(f"token={SECRET}\n")
+    results, _ = turn(harness, server, ("read_file", {"path": name}), shell(f"cat {name}"),
+                      approve=lambda q: True)
+    assert all(r.startswith("error:") and "secret" in r for r in results), results
+
+
+def test_a_hard_link_to_a_secret_is_not_read(harness, server, workspace):
+    """notes2.txt is .env under another name: read_file refuses it, and cat asks first."""
+    os.link(workspace / ".env", workspace / "notes2.txt")
+    results, asked = turn(harness, server, ("read_file", {"path": "notes2.txt"}), shell("cat notes2.txt"))
+    assert len(asked) == 1 and not any(SECRET in r for r in results), (asked, results)
+
+
+def test_a_token_in_the_repository_config_stays_there(harness, server, workspace):
+    """.git/config with a token in a remote's URL: no tool reads it."""
+    git(workspace, "init", "-q")
+    git(workspace, "remote", "add", "origin", f"https://x:{SECRET}@example.com/r.git")
+    results, _ = turn(harness, server, ("read_file", {"path": ".git/config"}), shell("cat .git/config"),
+                      shell("grep -n url .git/config"), approve=lambda q: True)
+    assert not any(SECRET in r for r in results), results
+
+
+# 5. Reading outside the workspace: through git, and through links.
+
+def test_git_in_a_workspace_inside_a_larger_repository_asks(harness, server, workspace):
+    """The workspace is a folder of a bigger repository: git could reach the rest of it, so it asks."""
+    git(workspace.parent, "init", "-q")
+    results, asked = turn(harness, server, shell("git show HEAD:../outside.txt"), shell("git status"))
+    assert len(asked) == 2 and not any("not yours" in r for r in results), (asked, results)
+
+
+def test_a_git_file_pointing_elsewhere_makes_git_ask(harness, server, workspace, tmp_path):
+    """.git as a file naming a repository elsewhere: git asks."""
+    other = tmp_path / "other"
+    git(tmp_path, "init", "-q", str(other))
+    (workspace / ".git").write_text(f"gitdir: {other / '.git'}\n")
+    results, asked = turn(harness, server, shell("git log"), shell("git status"))
+    assert len(asked) == 2, (asked, results)
+
+
+def test_links_that_lead_out_make_a_command_ask(harness, server, workspace):
+    """A link to a file or folder outside, named to cat, ls, head or grep: a person is asked first."""
+    (workspace / "link.txt").symlink_to(workspace.parent / "outside.txt")
+    (workspace / "up").symlink_to(workspace.parent, target_is_directory=True)
+    commands = ["cat link.txt", "ls up", "head up/outside.txt", "grep not link.txt", "wc up/outside.txt"]
+    results, asked = turn(harness, server, *[shell(c) for c in commands])
+    assert len(asked) == len(commands) and not any("not yours" in r for r in results), (asked, results)
+
+
+# 6. Check and run are one decision.
+
+def test_a_plain_command_changed_after_its_check_does_not_run(load, harness, workspace):
+    """What runs is what was checked: a command judged plain whose file is swapped for a link before it runs is
+    not run, and never falls back to the shell."""
+    tools = load("tools")
+    action, question = tools.plan("run_shell", {"command": "cat notes.txt"})
+    assert question is None
+    (workspace / "notes.txt").unlink()
+    (workspace / "notes.txt").symlink_to(workspace / ".env")
+    with pytest.raises(Exception) as caught:
+        print(action())
+    assert SECRET not in str(caught.value) and "refused" in str(caught.value)
+
+
+# 7. Under --yes: named secrets stay refused; the environment commands get has no secret in it.
+
+def test_under_yes_named_secrets_stay_refused(harness, server):
+    """Approving everything does not approve a command that names a secret, however it is spelled."""
+    commands = ["cat .env", "cat ./.env", 'cat .e""nv', "cat '.env'", "grep KEY .env", "cp .env x.txt",
+                "git show HEAD:.env", "cat notes.txt .env"]
+    results, _ = turn(harness, server, *[shell(c) for c in commands], approve=lambda q: True)
+    assert all("secret" in r for r in results) and not any(SECRET in r for r in results), results
+
+
+def test_secret_values_are_dropped_from_the_environment_too(harness, server, monkeypatch):
+    """A variable whose value looks like a secret (a URL with a password, a long token) is dropped, whatever
+    its name."""
+    monkeypatch.setenv("DATABASE_URL", "postgres://me:hunter2hunter2@db.example.com/app")
+    monkeypatch.setenv("MY_STUFF", "gsk_3f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c")
+    monkeypatch.setenv("PLAIN_SETTING", "visible")
+    results, _ = turn(harness, server, shell("env"), approve=lambda q: True)
+    assert "PLAIN_SETTING=visible" in results[0], results
+    assert "hunter2" not in results[0] and "gsk_3f9a" not in results[0], results
+
+
+# 8. Resources: every tool stays within its bounds.
+
+def test_read_file_refuses_a_pipe_at_once(harness, server, workspace):
+    """A FIFO would block a read for ever: read_file refuses what is not a regular file."""
+    os.mkfifo(workspace / "pipe")
+    started = time.monotonic()
+    results, _ = turn(harness, server, ("read_file", {"path": "pipe"}))
+    assert time.monotonic() - started < 3 and results[0].startswith("error:"), results
+
+
+def test_reading_a_huge_file_does_not_load_it(load, workspace):
+    """read_file of a 300 MB file, one line of it, and the question before writing over it: memory stays small."""
+    tools = load("tools")
+    with open(workspace / "huge.txt", "wb") as file:
+        file.truncate(300 * 1024 * 1024)
+    tracemalloc.start()
+    try:
+        result = tools.read_file("huge.txt", **({"limit": 1} if hasattr(tools, "check_call") else {}))
+        question = tools.plan("write_file", {"path": "huge.txt", "content": "x\n"})[1] if "write_file" in \
+            tools.REGISTRY else ""
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 30 * 1024 * 1024, f"{peak / 1e6:.0f} MB used"
+    assert len(result) <= tools.MAX_CHARS and (not question or "too big" in question), question
+
+
+def test_list_dir_stops_at_its_limit(load, workspace):
+    """A folder of 20,000 names: list_dir returns at most MAX_CHARS, with a note of how many more there are."""
+    tools = load("tools")
+    (workspace / "many").mkdir()
+    for n in range(20000):
+        (workspace / "many" / f"file{n:05}").touch()
+    result = tools.list_dir("many")
+    assert len(result) <= tools.MAX_CHARS and "more entries" in result and result.startswith("file00000")
+
+
+def test_a_command_that_starts_its_own_session_dies_at_the_timeout(harness, server, load):
+    """setsid puts a child in a session of its own, out of the command's process group: it still dies."""
+    load("shell").TIMEOUT = 1
+    results, _ = turn(harness, server, shell("setsid sleep 64.25 & setsid sh -c 'sleep 64.25' & sleep 30"),
+                      approve=lambda q: True)
+    assert "timed out" in results[0], results
+    time.sleep(0.5)
+    assert running_commands("sleep 64.25") == [], "a process that left the session survived"
+
+
+@pytest.mark.files(*ALL)
+def test_commands_die_with_the_harness_even_on_kill_9(workspace, server):
+    """kill -9 of the harness: the command it was running, and what that started, die too."""
+    server.push({"tool_calls": [{"name": "run_shell", "arguments": {"command": "sleep 65.5 & setsid sleep 65.5"}}]},
+                "never")
+    process = subprocess.Popen([sys.executable, "harness.py", "--yes", "Sleep"], cwd=workspace,
+                               env=clean_env(**groq_env(server)), stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        if len(running_commands("sleep 65.5")) == 2:
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    for _ in range(40):
+        if not running_commands("sleep 65.5"):
+            break
+        time.sleep(0.05)
+    assert running_commands("sleep 65.5") == [], "the command outlived the harness"
