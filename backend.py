@@ -3,30 +3,39 @@
 Run:  python backend.py                  (sends a short prompt and prints the reply)
       python backend.py "Why is the sky blue? One sentence."
 Settings come from .env or the environment: BACKEND, MODEL, BASE_URL and the API keys (see .env.example).
-Failures that may pass (rate limits, server errors, timeouts, broken streams, a model's unparsable tool call)
-are retried here, and only here: the openai client's own retries are turned off. The openai package is
-imported only when a request is made, so `python harness.py --help` does not wait for it.
+Failures that may pass (rate limits, server errors, timeouts, broken replies) are retried here, and only here;
+every try is bounded in total time, not only between bytes, so a deadline is a deadline.
 """
 import functools
+import json
+import math
 import os
+import queue
 import random
 import sys
+import threading
 import time
+from email.utils import parsedate_to_datetime
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from dotenv import load_dotenv
 
-# name: where the server is, which variable holds its key, and the model to ask for by default
+# name: where the server is, which variable holds its key, the model to ask for by default, and whether it takes
+# a JSON schema for the answer (response_format) in the same request as tools
 BACKENDS = {
-    "groq": {"base_url": "https://api.groq.com/openai/v1", "key_var": "GROQ_API_KEY", "model": "openai/gpt-oss-120b"},
-    "openai": {"base_url": "https://api.openai.com/v1", "key_var": "OPENAI_API_KEY", "model": "gpt-5-mini"},
-    "ollama": {"base_url": "http://localhost:11434/v1", "key_var": None, "model": "qwen3"},
-    "demo": {"base_url": None, "key_var": None, "model": "demo"},  # demo_model.py, started on demand
+    "groq": {"base_url": "https://api.groq.com/openai/v1", "key_var": "GROQ_API_KEY", "model": "openai/gpt-oss-120b",
+             "schema_with_tools": False},
+    "openai": {"base_url": "https://api.openai.com/v1", "key_var": "OPENAI_API_KEY", "model": "gpt-5-mini",
+               "schema_with_tools": True},
+    "ollama": {"base_url": "http://localhost:11434/v1", "key_var": None, "model": "qwen3", "schema_with_tools": False},
+    "demo": {"base_url": None, "key_var": None, "model": "demo", "schema_with_tools": False},  # demo_model.py
 }
 ENV_FILE = Path(__file__).with_name(".env")
-TIMEOUT = 60  # seconds to wait for one reply
+TIMEOUT = 60  # seconds one try may take in all, connecting, waiting and reading included
 RETRIES = 3  # tries after the first, for failures that may pass
 MAX_WAIT = 60  # seconds; a provider asking for a longer wait gets no retry
+MAX_REPLY_CHARS = 1_000_000  # a reply longer than this is cut and counts as incomplete
 PROMPT = "Say hello in one short sentence."
 
 load_dotenv(ENV_FILE)  # variables already set in the environment win over .env
@@ -36,8 +45,12 @@ class BackendError(Exception):
     """A configuration or provider problem, with a message that says how to fix it."""
 
 
+class OutOfTime(Exception):
+    """The run's deadline passed while waiting for the model, or before a retry could be made."""
+
+
 class BrokenReply(Exception):
-    """A reply that arrived broken: a stream that stopped early or sent garbage, a response with no choices."""
+    """A reply that is not one: a stream that stopped early or sent garbage, a body that is no response."""
 
 
 def choose(name=None, model=None, base_url=None):
@@ -55,11 +68,16 @@ def choose(name=None, model=None, base_url=None):
         raise BackendError(
             f"The {name} backend needs an API key, but {key_var} is not set in {ENV_FILE} or the environment. "
             f"Put {key_var}=... in .env (see README.md for a free Groq key), or unset BACKEND to use the offline demo model.")
+    base_url = base_url or os.environ.get("BASE_URL")
+    if base_url and not (urlsplit(base_url).scheme in ("http", "https") and urlsplit(base_url).netloc):
+        raise BackendError(f"BASE_URL={base_url!r} is not a URL I can send requests to: it must start with http:// or "
+                           "https://, as in http://localhost:1234/v1.")
     return {
         "name": name,
-        "base_url": base_url or os.environ.get("BASE_URL") or BACKENDS[name]["base_url"] or start_demo(),
+        "base_url": base_url or BACKENDS[name]["base_url"] or start_demo(),
         "api_key": api_key or "none",  # keyless servers still need some string
         "model": model or os.environ.get("MODEL") or BACKENDS[name]["model"],
+        "url_given": bool(base_url),  # for messages: the user's own URL, or the backend's
     }
 
 
@@ -75,101 +93,268 @@ def first_backend_with_a_key():
 @functools.cache
 def start_demo():
     """Start the offline demo model on a free port of 127.0.0.1 (once) and return its URL."""
+    here = Path(__file__).resolve().parent
+    # demo_model.py lies beside this file, or in the repository root when this is a phase folder's copy
+    sys.path.append(str(next(folder for folder in (here, *here.parents) if (folder / "demo_model.py").exists())))
     import demo_model  # the standard library only, so it costs nothing when unused
 
     return demo_model.start().url
 
 
 @functools.cache
-def client(base_url, api_key):
-    # one client per server: it keeps the connection open between requests. Its own retries are off,
-    # because chat() retries: two layers of retries would multiply (3 x 4 tries) and ignore the deadline.
-    import openai  # here, not at the top: importing it takes most of a second
-
-    return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=TIMEOUT, max_retries=0)
-
-
-def chat(messages, tools=None, backend=None, timeout=None, options=None, on_text=None):
-    """Send the conversation, and the tools the model may call; return the whole response. The reply is
-    response.choices[0].message, with its finish_reason beside it and the tokens used in response.usage.
-    options (temperature, reasoning_effort, ...) go into the request, but never replace the loop's own
-    model, messages and tools. timeout, when given, is all the time this request may take, retries
-    included. on_text, when given, streams the reply: each piece of text goes to on_text as it arrives."""
+def sdk():
+    """The openai package, imported on first use: importing it takes most of a second, which
+    `python harness.py --help` should not wait for."""
     import openai
 
+    return openai
+
+
+CLIENTS = {}  # (base_url, api_key) -> an open client: it keeps the connection alive between requests
+IDLE = []  # helper threads' job queues, waiting for the next request (see within)
+
+
+def client(base_url, api_key):
+    # The client's own retries are off, because chat() retries: two layers of retries would multiply (3 x 4
+    # tries) and know nothing of the deadline.
+    if (base_url, api_key) not in CLIENTS:
+        CLIENTS[base_url, api_key] = sdk().OpenAI(base_url=base_url, api_key=api_key, timeout=TIMEOUT, max_retries=0)
+    return CLIENTS[base_url, api_key]
+
+
+def chat(messages, tools=None, backend=None, deadline=None, options=None, on_text=None, on_note=None):
+    """Send the conversation, and the tools the model may call; return the whole response. The reply is
+    response.choices[0].message, with its finish_reason beside it and the tokens used in response.usage.
+    deadline (a time.monotonic()) is when it must all be done, retries included; without one, each try gets
+    TIMEOUT. options (temperature, ...) go into the request, but never replace the loop's own model, messages and
+    tools. on_text streams the reply: each piece of text goes to it as it arrives. on_note hears of each retry."""
+    openai = sdk()
     backend = backend or choose()
     # options first, so that the loop's own model, messages and tools replace any of theirs
     request = {**(options or {}), "model": backend["model"], "messages": messages}
     if tools:
         request["tools"] = tools  # some servers reject an empty tools list
-    deadline = time.monotonic() + (timeout if timeout is not None else TIMEOUT * (RETRIES + 1))
+    once = Once(on_text) if on_text else None
     for attempt in range(RETRIES + 1):
+        until = min(deadline or math.inf, time.monotonic() + TIMEOUT)
         try:
-            left = min(TIMEOUT, deadline - time.monotonic())
-            return send(backend, request, left, on_text)
-        except (openai.APIError, BrokenReply) as error:
+            return within(until, send, backend, request, once and once.for_try(attempt))
+        except (openai.APIError, BrokenReply, TimeoutError) as error:
+            if isinstance(error, TimeoutError) and until == deadline:
+                raise OutOfTime("the deadline passed while the model was still answering") from None
             wait = retry_wait(error, attempt)
-            if wait is None or time.monotonic() + wait >= deadline:  # no use trying again, or no time
-                raise BackendError(explain(error, backend)) from None
-            when = f"in {wait:.1f} s" if wait else "now"
-            print(f"note: {reason(error)}; trying again {when} ({attempt + 1} of {RETRIES})", file=sys.stderr)
+            if wait is None:
+                raise BackendError(explain(error, backend, streamed=bool(on_text))) from None
+            if deadline and time.monotonic() + wait >= deadline:  # no time for another try
+                raise OutOfTime(f"the deadline came before a retry: {explain(error, backend, bool(on_text))}") from None
+            shown = once.restart() if once else ""
+            if on_note:
+                on_note(f"{reason(error)}; trying again {f'in {wait:.1f} s' if wait else 'now'} "
+                        f"({attempt + 1} of {RETRIES}){shown}")
             time.sleep(wait)
 
 
-def send(backend, request, timeout, on_text):
-    """One request, no retries: the response, or an exception saying what went wrong.
-    It posts the body as it is (client.post): client.chat.completions.create() would first walk through
-    every message to transform it, about 0.25 ms a message, which is 100 ms a request at 400 messages."""
-    import openai
+def within(until, function, *args):
+    """function(*args), waited for until time.monotonic() reaches `until`, then given up on with TimeoutError. It
+    runs on a helper thread, because a socket read has no total timeout: a server sending a byte a second would
+    hold it for ever. A helper that is given up on is left to end at its next byte, the clients closed under it."""
+    jobs = IDLE.pop() if IDLE else helper()
+    box, done = {}, threading.Event()
+    jobs.put((function, args, box, done))
+    if not done.wait(max(until - time.monotonic(), 0)):
+        stop_clients()
+        raise TimeoutError
+    IDLE.append(jobs)  # kept for the next request: starting a thread costs more than a fast model's reply
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def helper():
+    """A thread that runs the jobs put on its queue, one at a time; returns the queue."""
+    jobs = queue.SimpleQueue()
+
+    def serve():
+        while True:
+            function, args, box, done = jobs.get()
+            try:
+                box["value"] = function(*args)
+            except BaseException as error:  # handed to the caller, who decides
+                box["error"] = error
+            done.set()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return jobs
+
+
+def stop_clients():
+    """Close every open client, so a request still reading on another thread fails and ends."""
+    for api in CLIENTS.values():
+        api.close()
+    CLIENTS.clear()
+
+
+def send(backend, request, once):
+    """One try, no retries: the response, or an exception saying what went wrong."""
+    api = client(backend["base_url"], backend["api_key"])
+    if once is None:
+        return checked(post_chat(api, request))
+    stream = post_chat(api, {**request, "stream": True, "stream_options": {"include_usage": True}})
+    return checked(assemble(stream, once))
+
+
+def post_chat(api, request):
+    """client.chat.completions.create(**request), without the SDK's work on each message: create() walks through
+    every message to transform it, about 0.25 ms a message (100 ms a request at 400 messages, measured with
+    tests/bench.py), while this posts the body as it is. The same request, the same response types."""
+    openai = sdk()
     from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-    api, options = client(backend["base_url"], backend["api_key"]), {"timeout": max(timeout, 0.01)}
-    if on_text is None:
-        response = api.post("/chat/completions", body=request, cast_to=ChatCompletion, options=options)
-        if not getattr(response, "choices", None) or not response.choices[0].message:  # e.g. a 200 carrying {"error": ...}
-            said = (getattr(response, "model_extra", None) or {}).get("error") or str(response)[:200]
-            raise BrokenReply(f"the server answered without a reply: {said}")
-        message = response.choices[0].message
-        if not isinstance(message.content, (str, type(None))):  # some servers send a list of parts
-            message.content = "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in message.content)
-        return response
-    stream = api.post("/chat/completions", body={**request, "stream": True, "stream_options": {"include_usage": True}},
-                      cast_to=ChatCompletion, options=options, stream=True, stream_cls=openai.Stream[ChatCompletionChunk])
+    stream = request.get("stream", False)
     try:
-        return assemble(stream, on_text)
-    except openai.APIError:
-        raise  # an error event inside the stream, with the provider's own words
-    except Exception as error:  # bad JSON, a dropped connection: the SDK raises whatever it met
-        raise BrokenReply(f"the stream broke off: {error}") from None
+        return api.post("/chat/completions", body=request, cast_to=ChatCompletion, stream=stream,
+                        stream_cls=openai.Stream[ChatCompletionChunk] if stream else None)
+    except (ValueError, RecursionError) as error:  # a body that is not JSON, or JSON nested too deep
+        raise BrokenReply(f"the server's reply is not JSON ({str(error)[:100]})") from None
+
+
+def checked(response):
+    """The response, if it is one: a choice holding a message, text content, tool calls of type function; else
+    BrokenReply. What some servers send differently is mended: content as a list of parts, arguments as an
+    object, lone surrogates; a reply longer than MAX_REPLY_CHARS is cut and marked length."""
+    choices = getattr(response, "choices", None)
+    if not isinstance(choices, list) or not choices or getattr(choices[0], "message", None) is None:
+        said = (getattr(response, "model_extra", None) or {}).get("error") or str(response)[:200] or "an empty body"
+        raise BrokenReply(f"the server answered without a reply: {said}")
+    choice, message = choices[0], choices[0].message
+    message.content = text(message.content)
+    for call in message.tool_calls or []:
+        if getattr(call, "type", None) != "function" or not isinstance(getattr(call.function, "name", None), str):
+            raise BrokenReply(f"a tool call that is not a function call: {str(call)[:200]}")
+        arguments = call.function.arguments
+        call.function.arguments = text(arguments if isinstance(arguments, str) or arguments is None
+                                       else json.dumps(arguments)) or ""
+    size = len(message.content or "") + sum(len(c.function.arguments) for c in message.tool_calls or [])
+    if size > MAX_REPLY_CHARS:
+        message.content, message.tool_calls = (message.content or "")[:MAX_REPLY_CHARS], None
+        choice.finish_reason = "length"
+    return response
+
+
+def text(content):
+    """Content as a str (or None): a list of text parts joined, a lone surrogate replaced.
+
+    Example: [{"type": "text", "text": "hi"}] -> "hi";  "a\\ud800b" -> "a?b"
+    """
+    if isinstance(content, list):
+        content = "".join(part.get("text") or "" if isinstance(part, dict) else str(part) for part in content)
+    if content is None or isinstance(content, str) and content.isascii():
+        return content
+    return str(content).encode("utf-8", errors="replace").decode("utf-8")
+
+
+class Once:
+    """Passes streamed text on, and across retries shows each piece once: a retry that repeats what is on screen
+    already passes on only what is new; one that says something else starts on a new, marked line. A try that
+    was given up on (it ran out of time) may still be reading: its pieces are dropped."""
+
+    def __init__(self, on_text):
+        self.on_text, self.shown, self.at, self.current = on_text, "", 0, 0
+
+    def for_try(self, attempt):
+        self.current = attempt
+        return lambda piece: self.show(attempt, piece)
+
+    def show(self, attempt, piece):
+        if attempt != self.current:
+            return
+        if self.at < len(self.shown):  # a retry, still going over what was shown
+            same = self.shown[self.at:self.at + len(piece)]
+            if piece.startswith(same):
+                self.at, piece = self.at + len(same), piece[len(same):]
+            else:
+                self.on_text("\n[the reply starts again]\n")
+                self.shown, self.at = "", 0
+        if piece:
+            self.on_text(piece)
+            self.shown, self.at = self.shown + piece, self.at + len(piece)
+
+    def restart(self):
+        """Before a retry: what was shown is kept, to compare with what comes next. Returns a note saying so."""
+        self.at = 0
+        return f"; {len(self.shown)} characters of it are on screen already" if self.shown else ""
 
 
 def assemble(stream, on_text):
-    """Build one whole response from a stream. Text goes to on_text as it arrives; each tool call is put
-    together from its pieces, found by index (id and name come once, arguments may come in fragments);
-    usage comes on the finish chunk (Groq) or a last chunk of its own (OpenAI), so the last one seen wins."""
+    """Build one whole response from a stream. Text goes to on_text as it arrives; each tool call is put together
+    from its pieces (by index, else by id, else the latest call; a name repeated in every piece counts once);
+    usage comes on the finish chunk (Groq) or a chunk of its own (OpenAI), so the last one seen wins. A stream
+    that breaks after its finish chunk is complete; one that breaks before it is a BrokenReply."""
     from openai.types.chat import ChatCompletion
 
-    text, calls, finish, usage = "", {}, None, None
-    for chunk in stream:
-        usage = chunk.usage or usage
-        for choice in chunk.choices:
-            if choice.delta.content:
-                text += choice.delta.content
-                on_text(choice.delta.content)
-            for part in choice.delta.tool_calls or []:
-                call = calls.setdefault(part.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
-                call["id"] = part.id or call["id"]
-                call["function"]["name"] += (part.function and part.function.name) or ""
-                call["function"]["arguments"] += (part.function and part.function.arguments) or ""
-            finish = choice.finish_reason or finish
+    if "json" in stream.response.headers.get("content-type", ""):  # an error sent as JSON, not as a stream
+        said = stream.response.read().decode("utf-8", errors="replace")
+        raise BrokenReply(f"the server answered the stream request with JSON: {said[:300]}")
+    parts, calls, finish, usage = {"content": "", "refusal": ""}, [], None, None
+    try:
+        for chunk in chunks(stream):
+            usage = chunk.usage or usage
+            for choice in chunk.choices or []:
+                delta = choice.delta
+                for field in parts:
+                    piece = getattr(delta, field, None) or ""
+                    parts[field] += piece
+                    if field == "content" and piece:
+                        on_text(piece)
+                for part in delta.tool_calls or []:
+                    add_piece(calls, part)
+                finish = choice.finish_reason or finish
+    except BrokenReply:
+        if finish is None:
+            raise
     if finish is None:  # the SDK ends quietly when a stream stops early: only a finish_reason proves it ended
         raise BrokenReply("the stream ended before the model finished")
-    message = {"role": "assistant", "content": text or None, "tool_calls": [calls[i] for i in sorted(calls)] or None}
+    message = {"role": "assistant", "content": parts["content"] or None, "refusal": parts["refusal"] or None,
+               "tool_calls": [{"id": c["id"], "type": "function", "function": c["function"]} for c in calls] or None}
+    known = ("stop", "length", "tool_calls", "content_filter")  # the values the SDK's type allows
     return ChatCompletion.model_validate({
         "id": "streamed", "object": "chat.completion", "created": 0, "model": "",
-        "choices": [{"index": 0, "message": message,
-                     "finish_reason": finish if finish in ("length", "tool_calls", "content_filter") else "stop"}],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish if finish in known else "stop"}],
         "usage": usage and usage.model_dump()})
+
+
+def chunks(stream):
+    """The stream's chunks; whatever breaks the stream itself (a dropped connection, bad JSON) is a BrokenReply.
+    An error event keeps its type: it carries the provider's own words."""
+    iterator = iter(stream)
+    while True:
+        try:
+            chunk = next(iterator)
+        except StopIteration:
+            return
+        except sdk().APIError:
+            raise
+        except Exception as error:  # the SDK raises whatever it met: httpx's errors, json's, ...
+            raise BrokenReply(f"the stream broke off: {str(error)[:200]}") from None
+        yield chunk
+
+
+def add_piece(calls, part):
+    """Add one streamed tool-call piece to calls (a list of {"index", "id", "function"} dicts)."""
+    index, call_id = getattr(part, "index", None), getattr(part, "id", None) or ""
+    same = [c for c in calls if (index is not None and c["index"] == index) or (index is None and call_id and
+                                                                                 c["id"] == call_id)]
+    if same or (index is None and not call_id and calls):
+        call = same[0] if same else calls[-1]
+    else:
+        call = {"index": index, "id": call_id, "function": {"name": "", "arguments": ""}}
+        calls.append(call)
+    call["id"] = call["id"] or call_id
+    name = (part.function and part.function.name) or ""
+    if name and not name.startswith(call["function"]["name"]):  # a name sent again whole is not added twice
+        name = call["function"]["name"] + name
+    call["function"]["name"] = name or call["function"]["name"]
+    call["function"]["arguments"] += (part.function and part.function.arguments) or ""
 
 
 def retry_wait(error, attempt):
@@ -184,23 +369,41 @@ def retry_wait(error, attempt):
         return 0  # the model wrote a call the provider could not parse: asking again usually works
     if status is not None and status < 500 and status not in (408, 409, 429, 498):
         return None  # 400, 401, 403, 404, 413, 422: the same request will fail the same way
-    headers = getattr(getattr(error, "response", None), "headers", {})
-    if headers.get("retry-after-ms") or headers.get("retry-after"):  # the provider says how long
-        try:
-            asked = float(headers.get("retry-after-ms") or 0) / 1000 or float(headers["retry-after"])
-        except ValueError:  # an HTTP date: rare enough to treat as "a while"
-            asked = MAX_WAIT
+    asked = asked_wait(getattr(getattr(error, "response", None), "headers", None) or {})
+    if asked is not None:
         return asked if asked <= MAX_WAIT else None
     return min(0.5 * 2 ** attempt, 8) * random.uniform(0.75, 1)  # backoff, with jitter so clients spread out
+
+
+def asked_wait(headers):
+    """The wait a provider asks for, in seconds, or None when it asks for none that makes sense.
+
+    Example: {"retry-after-ms": "300"} -> 0.3;  {"retry-after": "2"} -> 2.0;
+             {"retry-after": "<an HTTP date 2 s ahead>"} -> about 2.0;  {"retry-after": "-1"} -> None
+    """
+    for name, unit in (("retry-after-ms", 0.001), ("retry-after", 1)):
+        value = headers.get(name)
+        if not value:
+            continue
+        try:
+            seconds = float(value) * unit
+        except ValueError:
+            try:
+                seconds = parsedate_to_datetime(value).timestamp() - time.time()
+            except (TypeError, ValueError):
+                continue
+        if 0 < seconds < math.inf:
+            return seconds
+    return None
 
 
 def reason(error):
     """A few words on a failure, for the retry note. Example: "429 Rate limit reached ..." """
     body = getattr(error, "body", None)  # the provider's JSON error, or the text of an HTML page
     said = body.get("message") if isinstance(body, dict) else body if isinstance(body, str) else str(error)
-    words = f"{getattr(error, 'status_code', '') or ''} {said}".strip()
+    words = f"{getattr(error, 'status_code', '') or ''} {said or type(error).__name__}".strip().rstrip(".")
     if isinstance(body, dict) and body.get("failed_generation") is not None:
-        words += f" (the model wrote: {body['failed_generation'][:120]!r})"
+        words += f" (the model wrote: {str(body['failed_generation'])[:120]!r})"
     return words[:300]
 
 
@@ -209,19 +412,27 @@ def complete(prompt, backend=None):
     return chat([{"role": "user", "content": prompt}], backend=backend).choices[0].message.content
 
 
-def explain(error, backend):
-    """Turn an openai exception into one paragraph: what went wrong, and what to change."""
-    import openai
+def where(backend):
+    """The server, as the user configured it. Example: "the groq backend at https://api.groq.com/openai/v1" """
+    if backend.get("url_given"):
+        return f"the server at {backend['base_url']} (BASE_URL, used as the {backend['name']} backend)"
+    if backend["name"] == "demo":
+        return f"the offline demo model at {backend['base_url']}"
+    return f"the {backend['name']} backend at {backend['base_url']}"
 
-    where = f"the {backend['name']} server at {backend['base_url']}"
-    key_var = BACKENDS[backend["name"]]["key_var"] or "API_KEY"
-    if isinstance(error, openai.APIConnectionError):  # timeouts included
-        return (f"Could not reach {where} ({error.message}). Check that the server is running, "
-                "that BASE_URL is right (or unset it), and your network.")
-    if isinstance(error, BrokenReply) or not hasattr(error, "status_code"):  # no HTTP status: a broken stream
-        return (f"{where} sent a broken reply ({reason(error)}), and retrying did not help. "
-                "Try again later, or without --stream.")
-    status = getattr(error, "status_code", None)
+
+def explain(error, backend, streamed=False):
+    """Turn a failure into one paragraph: what went wrong, where, and what to change."""
+    openai = sdk()
+    key_var = BACKENDS.get(backend["name"], {}).get("key_var") or "API_KEY"
+    if isinstance(error, (openai.APIConnectionError, TimeoutError)):  # timeouts included
+        said = getattr(error, "message", None) or "no answer in time"
+        return (f"Could not reach {where(backend)} ({said.rstrip('.')}). Check that the server is running, that "
+                "BASE_URL is right (or unset it), and your network.")
+    if isinstance(error, BrokenReply) or not hasattr(error, "status_code"):  # no HTTP status: a broken reply
+        return (f"{where(backend)} sent a broken reply ({reason(error)}), and retrying did not help. Try again later"
+                + (", or without --stream." if streamed else "."))
+    status = error.status_code
     body = error.body if isinstance(error.body, dict) else {}  # the provider's own words, if it sent JSON
     fix = {
         401: f"The API key was refused: check {key_var} in .env, or make a new key.",
@@ -229,15 +440,15 @@ def explain(error, backend):
         404: f"Check MODEL ({backend['model']!r}) against the models the server lists at "
              f"{backend['base_url']}/models, and check BASE_URL.",
         429: "You hit the provider's rate limit, and retrying did not help: wait a minute, or use a smaller model.",
-    }.get(status, "The provider had a problem: try again in a minute." if (status or 0) >= 500
+    }.get(status, "The provider had a problem: try again in a minute." if status >= 500
           else "The server did not accept the request as it was built: see Troubleshooting in the lesson.")
     if body.get("code") == "tool_use_failed":  # Groq: the model wrote a call it could not parse
         fix = f"The model wrote: {body.get('failed_generation')!r}. Run again or try another model, and send the tools on every request."
-    return f"{where} answered {status}: {body.get('message') or error.message} {fix}"
+    return f"{where(backend)} answered {status}: {body.get('message') or error.message} {fix}"
 
 
 if __name__ == "__main__":
     try:
         print(complete(" ".join(sys.argv[1:]) or PROMPT))
-    except BackendError as error:
+    except (BackendError, OutOfTime) as error:
         sys.exit(f"error: {error}")

@@ -1,42 +1,55 @@
-"""The scripted cases: short conversations with the offline model in scripted mode, one per way a run can
-go right or wrong. Each runs `python harness.py` for real, against a scripted server, in a scratch folder.
+"""The scripted cases: short conversations with the offline model in scripted mode, one per way a run can go right
+or wrong. Each runs `python harness.py` for real, against a scripted server, in a scratch folder.
 
 Run:  python tests/cases.py                      (every case; each trace is written to traces/NAME.jsonl)
       python tests/cases.py -v rate_limited_then_answered     (-v: show what the harness printed, too)
 The tests run the same cases (tests/checkpoints/test_phase5_recovery.py).
 """
+import email.utils
 import json
-import os
-import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-import demo_model  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor
 
-PROVIDER_VARS = ("GROQ_API_KEY", "OPENAI_API_KEY", "API_KEY", "BACKEND", "MODEL", "BASE_URL")
+from helpers import ROOT, clean_env, copy_code, demo_model
+
+WORKERS = 4  # cases run side by side: most of a case is waiting (for a sleep, a retry, a deadline)
 
 
 def call(name, arguments, id=None):
     return {"name": name, "arguments": arguments, **({"id": id} if id is not None else {})}
 
 
-def error(status, message, code=None, **extra):
+def error(message, code=None, **extra):
     return {"error": {"message": message, "type": "invalid_request_error", **({"code": code} if code else {}), **extra}}
+
+
+def chunk(delta, finish=None, **extra):
+    """One streamed chunk, as OpenAI-style servers send it."""
+    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
 
 
 LIST = {"tool_calls": [call("list_dir", {"path": "."})]}
 READ = {"tool_calls": [call("read_file", {"path": "notes.txt"})]}
-TOOL_USE_FAILED = {"status": 400, "body": error(400, "Failed to call a function. Please adjust your prompt. See "
+TOOL_USE_FAILED = {"status": 400, "body": error("Failed to call a function. Please adjust your prompt. See "
                                                 "'failed_generation' for more details.", code="tool_use_failed",
                                                 failed_generation='<function=read_file{"path": "notes.txt"}</function>')}
+USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 
-# name: the task, what the server does, and what must come of it. expect: status and exit code always;
-# answer (a part of it), requests (how many the server got), results (parts of the tool results, in order),
-# stderr (a part of it), files (what the workspace must hold afterwards).
+
+def in_two_seconds():
+    return email.utils.formatdate(time.time() + 2, usegmt=True)
+
+
+# name: the task, what the server does (a list, or a function that makes one when the case runs), and what must
+# come of it. expect: status and exit code always; answer (a part of it), requests (how many the server got),
+# results (parts of the tool results, in any order), stderr / stdout (a part), stdout_once (a text printed exactly
+# once), files (what the workspace must hold afterwards), seconds (the most the run may take).
 CASES = {
     "two_steps": {
         "task": "List the files here, then read notes.txt",
@@ -46,12 +59,12 @@ CASES = {
     "declined_command": {
         "task": "Delete notes.txt", "input": "n\n",
         "script": [{"tool_calls": [call("run_shell", {"command": "rm notes.txt"})]}, "I did not delete it."],
-        "expect": {"status": "answered", "exit": 0, "results": ["error: the user declined"],
-                   "files": ["notes.txt"]}},
+        "expect": {"status": "answered", "exit": 0, "results": ["error: the user declined"], "files": ["notes.txt"]}},
     "unknown_tool": {
         "task": "Search the web",
         "script": [{"tool_calls": [call("web_search", {"query": "milk"})]}, LIST, "I can only look at files."],
-        "expect": {"status": "answered", "exit": 0, "results": ["error: there is no tool called 'web_search'", "notes.txt"]}},
+        "expect": {"status": "answered", "exit": 0, "results": ["error: there is no tool called 'web_search'",
+                                                                "notes.txt"]}},
     "malformed_then_fixed": {
         "task": "Read notes.txt",
         "script": [{"tool_calls": [call("read_file", '{"path": "notes.txt"')]}, READ, "Read it."],
@@ -59,14 +72,12 @@ CASES = {
     "tool_use_failed_then_answered": {
         "task": "Read notes.txt",
         "script": [TOOL_USE_FAILED, READ, "Read it."],
-        "expect": {"status": "answered", "exit": 0, "requests": 3, "stderr": "the model wrote",
-                   "results": ["buy milk"]}},
+        "expect": {"status": "answered", "exit": 0, "requests": 3, "stderr": "the model wrote", "results": ["buy milk"]}},
     "rate_limited_then_answered": {
         "task": "Say hi",
         "script": [{"status": 429, "headers": {"retry-after": "1"},
-                    "body": error(429, "Rate limit reached for model `openai/gpt-oss-120b` on tokens per minute "
-                                       "(TPM): Limit 8000, Used 7034, Requested 1443.", code="rate_limit_exceeded")},
-                   "Hi."],
+                    "body": error("Rate limit reached for model `openai/gpt-oss-120b` on tokens per minute (TPM): "
+                                  "Limit 8000, Used 7034, Requested 1443.", code="rate_limit_exceeded")}, "Hi."],
         "expect": {"status": "answered", "exit": 0, "requests": 2, "stderr": "trying again in 1.0 s"}},
     "server_error_then_answered": {
         "task": "Say hi",
@@ -79,16 +90,16 @@ CASES = {
         "expect": {"status": "answered", "exit": 0, "requests": 2}},
     "answer_in_an_error_body_then_answered": {
         "task": "Say hi",
-        "script": [{"status": 200, "body": error(200, "Internal error while streaming")}, "Hi."],
+        "script": [{"status": 200, "body": error("Internal error while streaming")}, "Hi."],
         "expect": {"status": "answered", "exit": 0, "requests": 2, "stderr": "without a reply"}},
     "bad_key_is_not_retried": {
         "task": "Say hi",
-        "script": [{"status": 401, "body": error(401, "Invalid API Key", code="invalid_api_key")}],
+        "script": [{"status": 401, "body": error("Invalid API Key", code="invalid_api_key")}],
         "expect": {"status": "provider_error", "exit": 1, "requests": 1, "stderr": "GROQ_API_KEY"}},
     "unknown_model_is_not_retried": {
         "task": "Say hi",
-        "script": [{"status": 404, "body": error(404, "The model `gpt-oss-120b` does not exist or you do not "
-                                                      "have access to it.", code="model_not_found")}],
+        "script": [{"status": 404, "body": error("The model `gpt-oss-120b` does not exist or you do not have access "
+                                                 "to it.", code="model_not_found")}],
         "expect": {"status": "provider_error", "exit": 1, "requests": 1, "stderr": "Check MODEL"}},
     "step_limit": {
         "task": "Look around", "args": ["--max-steps", "2"],
@@ -99,7 +110,7 @@ CASES = {
         "script": [{"content": "Everything began when", "finish_reason": "length"}],
         "expect": {"status": "incomplete", "exit": 4, "answer": "Everything began when"}},
     "duplicate_ids": {
-        "task": "Read notes.txt twice",
+        "task": "Read notes.txt and list the files",
         "script": [{"tool_calls": [call("read_file", {"path": "notes.txt"}, id="x"),
                                    call("list_dir", {"path": "."}, id="x")]}, "Both done."],
         "expect": {"status": "answered", "exit": 0, "results": ["buy milk", "notes.txt"]}},
@@ -111,7 +122,8 @@ CASES = {
         "task": "Read notes.txt",
         "script": [READ, READ, READ, READ, READ],
         "expect": {"status": "repeated", "exit": 3, "requests": 4,
-                   "results": ["buy milk", "buy milk", "error: not run: you made this exact call 3 times"]}},
+                   "results": ["buy milk", "buy milk", "error: not run: you made this exact call in 3 turns",
+                               "error: not finished: the run stopped (repeated)"]}},
     "empty_answer_then_answered": {
         "task": "Say hi",
         "script": [{"content": ""}, "Hi."],
@@ -129,49 +141,225 @@ CASES = {
         "task": "Read notes.txt", "args": ["--stream"],
         "script": [{"content": "", "error_event": TOOL_USE_FAILED["body"]["error"]}, READ, "Read it."],
         "expect": {"status": "answered", "exit": 0, "requests": 3, "results": ["buy milk"]}},
+
+    # One clock: --deadline bounds the whole run, whatever the server or the tools do.
+    "trickling_reply_meets_the_deadline": {
+        "task": "Say hi", "args": ["--deadline", "3"],
+        "script": [{"content": "never finished", "trickle_forever": 0.2}],
+        "expect": {"status": "deadline", "exit": 3, "requests": 1, "seconds": 4.5}},
+    "trickling_stream_meets_the_deadline": {
+        "task": "Say hi", "args": ["--stream", "--deadline", "3"],
+        "script": [{"content": "never finished", "trickle_forever": 0.2}],
+        "expect": {"status": "deadline", "exit": 3, "requests": 1, "seconds": 4.5}},
+    "slow_but_steady_reply_is_kept": {
+        "task": "Say hi",
+        "script": [{"content": "Hi, slowly.", "trickle": 0.002}],
+        "expect": {"status": "answered", "exit": 0, "answer": "Hi, slowly."}},
+    "approved_sleep_meets_the_deadline": {
+        "task": "Sleep", "args": ["--yes", "--deadline", "3"],
+        "script": [{"tool_calls": [call("run_shell", {"command": "sleep 30; echo woke"})]}, "never asked"],
+        "expect": {"status": "deadline", "exit": 3, "requests": 1, "seconds": 4.5,
+                   "results": ["the run's deadline"]}},
+    "retry_wait_past_the_deadline": {
+        "task": "Say hi", "args": ["--deadline", "2"],
+        "script": [{"status": 429, "headers": {"retry-after": "5"}, "body": error("slow down")}, "Hi."],
+        "expect": {"status": "deadline", "exit": 3, "requests": 1, "seconds": 3.5, "stderr": "slow down"}},
+
+    # Replies that are not replies: retried, then provider_error; never a traceback.
+    "not_json_then_answered": {
+        "task": "Say hi",
+        "script": [{"status": 200, "body": "not json at all", "content_type": "application/json"}, "Hi."],
+        "expect": {"status": "answered", "exit": 0, "requests": 2}},
+    "empty_body_then_answered": {
+        "task": "Say hi",
+        "script": [{"status": 200, "body": "", "content_type": "application/json"}, "Hi."],
+        "expect": {"status": "answered", "exit": 0, "requests": 2}},
+    "json_nested_too_deep_then_answered": {
+        "task": "Say hi",
+        "script": [{"status": 200, "body": "[" * 100000 + "]" * 100000, "content_type": "application/json"}, "Hi."],
+        "expect": {"status": "answered", "exit": 0, "requests": 2}},
+    "tool_call_of_an_unknown_type_then_answered": {
+        "task": "Say hi",
+        "script": [{"message": {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "custom", "custom": {"name": "x", "input": "y"}}]}}, "Hi."],
+        "expect": {"status": "answered", "exit": 0, "requests": 2, "stderr": "not a function call"}},
+    "tool_call_without_a_function_then_answered": {
+        "task": "Say hi",
+        "script": [{"message": {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": None}]}}, "Hi."],
+        "expect": {"status": "answered", "exit": 0, "requests": 2}},
+    "broken_replies_every_time": {
+        "task": "Say hi",
+        "script": [{"status": 200, "body": "", "content_type": "application/json"}] * 4,
+        "expect": {"status": "provider_error", "exit": 1, "requests": 4, "stderr": "broken reply"}},
+    "lone_surrogate_in_arguments_and_answer": {
+        "task": "Read it",
+        "script": [{"message": {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "read_file",
+                                                          "arguments": '{"path": "notes\\ud800.txt"}'}}]}},
+            {"content": "Odd \ud800 name."}],
+        "expect": {"status": "answered", "exit": 0, "results": ["error:"], "stdout": "Odd"}},
+    "retry_after_ms_zero_is_a_backoff": {
+        "task": "Say hi",
+        "script": [{"status": 429, "headers": {"retry-after-ms": "0"}, "body": error("busy")}, "Hi."],
+        "expect": {"status": "answered", "exit": 0, "requests": 2}},
+    "negative_retry_after_is_a_backoff": {
+        "task": "Say hi",
+        "script": [{"status": 503, "headers": {"retry-after": "-5"}, "body": error("busy")}, "Hi."],
+        "expect": {"status": "answered", "exit": 0, "requests": 2, "seconds": 3}},
+    "http_date_retry_after_is_honoured": {
+        "task": "Say hi",
+        "script": lambda: [{"status": 429, "headers": {"retry-after": in_two_seconds()}, "body": error("busy")}, "Hi."],
+        "expect": {"status": "answered", "exit": 0, "requests": 2, "seconds": 5, "stderr": "trying again in"}},
+    "trace_that_cannot_be_written": {
+        "task": "Say hi", "trace": "/dev/full",
+        "script": ["Hi."],
+        "expect": {"status": None, "exit": 1, "stderr": "trace"}},
+
+    # Repeated calls judged by what they mean.
+    "three_identical_calls_in_one_turn_run_once": {
+        "task": "Sleep", "args": ["--yes"],
+        "script": [{"tool_calls": [call("run_shell", {"command": "sleep 1; echo once"}, id=f"s{n}")
+                                   for n in range(3)]}, "Slept."],
+        "expect": {"status": "answered", "exit": 0, "results": ["once", "once", "once"], "seconds": 4}},
+    "same_call_with_other_spacing_is_the_same_call": {
+        "task": "Read notes.txt",
+        "script": [READ, {"tool_calls": [call("read_file", '{ "path" :"notes.txt" }')]},
+                   {"tool_calls": [call("read_file", '{"path":"notes.txt"}')]}, READ],
+        "expect": {"status": "repeated", "exit": 3, "requests": 4}},
+
+    # Streams as other servers send them.
+    "stream_finished_then_cut_is_kept": {
+        "task": "Say hi", "args": ["--stream"],
+        "script": [{"events": [chunk({"role": "assistant", "content": "Kept "}), chunk({"content": "whole."}),
+                               chunk({}, "stop")], "done": False}],
+        "expect": {"status": "answered", "exit": 0, "requests": 1, "answer": "Kept whole."}},
+    "stream_retry_does_not_print_the_text_twice": {
+        "task": "Say hi", "args": ["--stream"],
+        "script": [{"content": "one two three four five six seven eight", "cut_after": 2},
+                   {"content": "one two three four five six seven eight"}],
+        "expect": {"status": "answered", "exit": 0, "requests": 2, "stdout_once": "one two three four"}},
+    "json_error_answering_a_stream_request": {
+        "task": "Say hi", "args": ["--stream"],
+        "script": [{"status": 200, "body": error("The stream backend is overloaded"),
+                    "content_type": "application/json"}, "Hi."],
+        "expect": {"status": "answered", "exit": 0, "requests": 2, "stderr": "The stream backend is overloaded"}},
+    "stream_calls_without_index": {
+        "task": "Read two", "args": ["--stream"],
+        "script": [{"events": [chunk({"role": "assistant", "content": None}),
+                               chunk({"tool_calls": [{"id": "a1", "type": "function",
+                                                      "function": {"name": "list_dir", "arguments": "{}"}}]}),
+                               chunk({"tool_calls": [{"id": "b2", "type": "function",
+                                                      "function": {"name": "read_file",
+                                                                   "arguments": '{"path": "notes.txt"}'}}]}),
+                               chunk({}, "tool_calls")]}, "Two done."],
+        "expect": {"status": "answered", "exit": 0, "results": ["notes.txt", "buy milk"]}},
+    "stream_name_repeated_in_every_piece": {
+        "task": "List", "args": ["--stream"],
+        "script": [{"events": [chunk({"tool_calls": [{"index": 0, "id": "a1", "type": "function",
+                                                      "function": {"name": "list_dir", "arguments": '{"pa'}}]}),
+                               chunk({"tool_calls": [{"index": 0, "function": {"name": "list_dir",
+                                                                               "arguments": 'th": "."}'}}]}),
+                               chunk({}, "tool_calls")]}, "Listed."],
+        "expect": {"status": "answered", "exit": 0, "results": ["notes.txt"]}},
+    "stream_usage_chunk_without_choices": {
+        "task": "Say hi", "args": ["--stream"],
+        "script": [{"events": [chunk({"role": "assistant", "content": "Counted."}), chunk({}, "stop"),
+                               {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                                "usage": USAGE}]}],
+        "expect": {"status": "answered", "exit": 0, "answer": "Counted."}},
+
+    # Endings that say what happened.
+    "content_filter_is_its_own_ending": {
+        "task": "Say something",
+        "script": [{"content": "The first half", "finish_reason": "content_filter"}],
+        "expect": {"status": "content_filter", "exit": 4, "stdout": "The first half"}},
+    "refusal_is_shown": {
+        "task": "Do something bad",
+        "script": [{"message": {"role": "assistant", "content": None, "refusal": "I can't help with that."}}],
+        "expect": {"status": "refused", "exit": 4, "stdout": "I can't help with that."}},
+    "huge_reply_is_cut": {
+        "task": "Write a lot",
+        "script": [{"content": "x" * 2_000_000}],
+        "expect": {"status": "incomplete", "exit": 4, "trace_under": 200_000}},
+    "token_budget_without_usage_from_the_server": {
+        "task": "Loop", "args": ["--max-tokens", "300"],
+        "script": [{**LIST, "usage": False}] * 10,
+        "expect": {"status": "token_limit", "exit": 3}},
+
+    # Messages that point at the fix.
+    "a_base_url_that_is_no_url": {
+        "task": "Say hi", "env": {"BASE_URL": "localhost:8000/v1"},
+        "script": [],
+        "expect": {"status": None, "exit": 1, "requests": 0, "stderr": "must start with http"}},
+    "failures_without_stream_do_not_mention_it": {
+        "task": "Say hi",
+        "script": [{"status": 200, "body": "", "content_type": "application/json"}] * 4,
+        "expect": {"status": "provider_error", "exit": 1, "stderr_lacks": "--stream"}},
 }
+
+
+def start_cases(names, code_dir=ROOT, traces=None):
+    """Start the cases, WORKERS at a time; returns {name: a future of its problems}."""
+    pool = ThreadPoolExecutor(max_workers=WORKERS)
+    return {name: pool.submit(run_case, name, code_dir, traces and Path(traces) / f"{name}.jsonl") for name in names}
 
 
 def run_case(name, code_dir=ROOT, trace=None, show=False):
     """Run one case against the code in code_dir; return what went wrong (an empty list when it passed).
     show: print the command and what the harness printed."""
     case, expect = CASES[name], CASES[name]["expect"]
-    with tempfile.TemporaryDirectory() as scratch, demo_model.start(script=case["script"]) as server:
-        work = Path(scratch)
-        for source in [*Path(code_dir).glob("*.py"), ROOT / "demo_model.py"]:
-            if not (work / source.name).exists():
-                shutil.copy(source, work / source.name)
+    script = case["script"]() if callable(case["script"]) else case["script"]
+    with tempfile.TemporaryDirectory() as scratch, demo_model.start(script=script) as server:
+        work = copy_code(code_dir, scratch)
         (work / "notes.txt").write_text("buy milk\n")
-        trace = Path(trace or work / "trace.jsonl").resolve()
-        env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARS}
-        env.update(BACKEND="groq", GROQ_API_KEY="gsk_case", BASE_URL=server.url, MODEL="openai/gpt-oss-120b")
+        trace = Path(case.get("trace") or trace or work / "trace.jsonl").resolve()
+        env = clean_env(BACKEND="groq", GROQ_API_KEY="gsk_case", BASE_URL=server.url, MODEL="openai/gpt-oss-120b")
+        started = time.monotonic()
         done = subprocess.run([sys.executable, "harness.py", "--trace", str(trace), *case.get("args", []),
-                               case["task"]], cwd=work, env=env, input=case.get("input", ""),
+                               case["task"]], cwd=work, env={**env, **case.get("env", {})}, input=case.get("input", ""),
                               capture_output=True, text=True, timeout=60)
+        seconds = time.monotonic() - started
         if show:
             print("$ " + " ".join(["python harness.py", *case.get("args", []), json.dumps(case["task"])]))
             print(done.stdout + done.stderr)
-        records = [json.loads(line) for line in trace.read_text().splitlines()] if trace.exists() else []
-        end = records[-1] if records and records[-1]["type"] == "end" else {}
-        results = [r["result"] for r in records if r["type"] == "tool"]
-        problems = []
-        if (done.returncode, end.get("status")) != (expect["exit"], expect["status"]):
-            problems.append(f"ended {end.get('status')} with exit {done.returncode}, "
-                            f"expected {expect['status']} with exit {expect['exit']}")
-        if "requests" in expect and len(server.requests) != expect["requests"]:
-            problems.append(f"the server got {len(server.requests)} requests, expected {expect['requests']}")
-        if expect.get("answer", "") not in end.get("answer", ""):
-            problems.append(f"the answer {end.get('answer')!r} lacks {expect['answer']!r}")
-        if expect.get("stderr", "") not in done.stderr:
-            problems.append(f"stderr lacks {expect['stderr']!r}")
-        if "results" in expect and not matches(expect["results"], results):
-            problems.append(f"the tool results {results} do not match {expect['results']}")
-        for name_ in expect.get("files", []):
-            if not (work / name_).exists():
-                problems.append(f"{name_} is gone")
-        if "Traceback" in done.stderr:
-            problems.append("a traceback:\n" + done.stderr)
-        return problems
+        records = [json.loads(line) for line in trace.read_text().splitlines()] if trace.is_file() else []
+        return problems(expect, done, records, server, work, seconds, trace)
+
+
+def problems(expect, done, records, server, work, seconds, trace):
+    """What in a finished case differs from what it expects."""
+    end = records[-1] if records and records[-1]["type"] == "end" else {}
+    results = [r["result"] for r in records if r["type"] == "tool"]
+    found = []
+    if (done.returncode, end.get("status")) != (expect["exit"], expect["status"]):
+        found.append(f"ended {end.get('status')} with exit {done.returncode}, "
+                     f"expected {expect['status']} with exit {expect['exit']}")
+    if "requests" in expect and len(server.requests) != expect["requests"]:
+        found.append(f"the server got {len(server.requests)} requests, expected {expect['requests']}")
+    if expect.get("answer", "") not in end.get("answer", ""):
+        found.append(f"the answer {end.get('answer')!r} lacks {expect['answer']!r}")
+    for stream in ("stdout", "stderr"):
+        if expect.get(stream, "") not in getattr(done, stream):
+            found.append(f"{stream} lacks {expect[stream]!r}")
+    if "stderr_lacks" in expect and expect["stderr_lacks"] in done.stderr:
+        found.append(f"stderr says {expect['stderr_lacks']!r}")
+    if "stdout_once" in expect and done.stdout.count(expect["stdout_once"]) != 1:
+        found.append(f"stdout has {expect['stdout_once']!r} {done.stdout.count(expect['stdout_once'])} times")
+    if "results" in expect and not matches(expect["results"], results):
+        found.append(f"the tool results {results} do not match {expect['results']}")
+    if seconds > expect.get("seconds", 30):
+        found.append(f"it took {seconds:.1f} s, more than {expect['seconds']} s")
+    if "trace_under" in expect and trace.is_file() and trace.stat().st_size > expect["trace_under"]:
+        found.append(f"the trace is {trace.stat().st_size} bytes")
+    found += [f"{name} is gone" for name in expect.get("files", []) if not (work / name).exists()]
+    called = [c for r in records if r["type"] == "reply" for c in r.get("calls") or []]
+    traced = {r["id"] for r in records if r["type"] == "tool"}
+    if end and set(called) - traced:
+        found.append(f"calls without a tool record in the trace: {sorted(set(called) - traced)}")
+    if "Traceback" in done.stderr:
+        found.append("a traceback:\n" + done.stderr)
+    return found
 
 
 def matches(parts, results):
@@ -192,12 +380,16 @@ def main(names):
     if unknown:
         sys.exit(f"no such case: {', '.join(unknown)}. The cases are: {', '.join(CASES)}")
     Path("traces").mkdir(exist_ok=True)
+    for name in names or CASES:
+        (Path("traces") / f"{name}.jsonl").unlink(missing_ok=True)  # each trace holds the last run only
+    running = {} if show else start_cases(names or CASES, ROOT, "traces")
     failed = 0
     for name in names or CASES:
-        problems = run_case(name, ROOT, Path("traces") / f"{name}.jsonl", show)
-        failed += bool(problems)
-        print(f"{'ok  ' if not problems else 'FAIL'} {name:40} traces/{name}.jsonl")
-        for problem in problems:
+        found = running[name].result() if name in running else run_case(name, ROOT, Path("traces") / f"{name}.jsonl",
+                                                                         show)
+        failed += bool(found)
+        print(f"{'ok  ' if not found else 'FAIL'} {name:48} traces/{name}.jsonl")
+        for problem in found:
             print(f"       {problem}")
     print(f"{len(names or CASES) - failed} passed, {failed} failed")
     return 1 if failed else 0

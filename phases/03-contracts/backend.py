@@ -8,6 +8,7 @@ import functools
 import os
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import openai
 from dotenv import load_dotenv
@@ -45,11 +46,16 @@ def choose(name=None, model=None, base_url=None):
         raise BackendError(
             f"The {name} backend needs an API key, but {key_var} is not set in {ENV_FILE} or the environment. "
             f"Put {key_var}=... in .env (see README.md for a free Groq key), or unset BACKEND to use the offline demo model.")
+    base_url = base_url or os.environ.get("BASE_URL")
+    if base_url and not (urlsplit(base_url).scheme in ("http", "https") and urlsplit(base_url).netloc):
+        raise BackendError(f"BASE_URL={base_url!r} is not a URL I can send requests to: it must start with http:// or "
+                           "https://, as in http://localhost:1234/v1.")
     return {
         "name": name,
-        "base_url": base_url or os.environ.get("BASE_URL") or BACKENDS[name]["base_url"] or start_demo(),
+        "base_url": base_url or BACKENDS[name]["base_url"] or start_demo(),
         "api_key": api_key or "none",  # keyless servers still need some string
         "model": model or os.environ.get("MODEL") or BACKENDS[name]["model"],
+        "url_given": bool(base_url),  # for messages: the user's own URL, or the backend's
     }
 
 
@@ -65,6 +71,9 @@ def first_backend_with_a_key():
 @functools.cache
 def start_demo():
     """Start the offline demo model on a free port of 127.0.0.1 (once) and return its URL."""
+    here = Path(__file__).resolve().parent
+    # demo_model.py lies beside this file, or in the repository root when this is a phase folder's copy
+    sys.path.append(str(next(folder for folder in (here, *here.parents) if (folder / "demo_model.py").exists())))
     import demo_model  # the standard library only, so it costs nothing when unused
 
     return demo_model.start().url
@@ -93,12 +102,20 @@ def complete(prompt, backend=None):
     return chat([{"role": "user", "content": prompt}], backend=backend).content
 
 
+def where(backend):
+    """The server, as the user configured it. Example: "the groq backend at https://api.groq.com/openai/v1" """
+    if backend.get("url_given"):
+        return f"the server at {backend['base_url']} (BASE_URL, used as the {backend['name']} backend)"
+    if backend["name"] == "demo":
+        return f"the offline demo model at {backend['base_url']}"
+    return f"the {backend['name']} backend at {backend['base_url']}"
+
+
 def explain(error, backend):
-    """Turn an openai exception into one paragraph: what went wrong, and what to change."""
-    where = f"the {backend['name']} server at {backend['base_url']}"
+    """Turn an openai exception into one paragraph: what went wrong, where, and what to change."""
     key_var = BACKENDS[backend["name"]]["key_var"] or "API_KEY"
     if isinstance(error, openai.APIConnectionError):  # timeouts included
-        return (f"Could not reach {where} ({error.message}). Check that the server is running, "
+        return (f"Could not reach {where(backend)} ({error.message.rstrip('.')}). Check that the server is running, "
                 "that BASE_URL is right (or unset it), and your network.")
     status = getattr(error, "status_code", None)
     body = error.body if isinstance(error.body, dict) else {}  # the provider's own words, if it sent JSON
@@ -107,12 +124,12 @@ def explain(error, backend):
         403: "The key may not use this model or endpoint: check the key's permissions and MODEL.",
         404: f"Check MODEL ({backend['model']!r}) against the models the server lists at "
              f"{backend['base_url']}/models, and check BASE_URL.",
-        429: "You hit the provider's rate limit: wait a minute and try again, or use a smaller model.",
+        429: "You hit the provider's rate limit: wait a minute, or use a smaller model.",
     }.get(status, "The provider had a problem: try again in a minute." if (status or 0) >= 500
           else "The server did not accept the request as it was built: see Troubleshooting in the lesson.")
     if body.get("code") == "tool_use_failed":  # Groq: the model wrote a call it could not parse
         fix = f"The model wrote: {body.get('failed_generation')!r}. Run again or try another model, and send the tools on every request."
-    return f"{where} answered {status}: {body.get('message') or error.message} {fix}"
+    return f"{where(backend)} answered {status}: {body.get('message') or error.message} {fix}"
 
 
 if __name__ == "__main__":

@@ -2,30 +2,36 @@
 
 Run:  python harness.py "List the files here, then read backend.py and tell me which model it calls."
       python harness.py --workspace ~/scratch --yes "Run `make test` and tell me what failed"
-Every call is checked against its tool's schema first; the tools stay inside the workspace, and a write or
-a command that is not plainly read-only runs only after you say yes.
+Every call is checked against its tool's schema first; the tools stay inside the workspace; a write, or a command
+that is not plainly read-only, runs only after you say yes, and you see exactly what it will do.
 """
 import argparse
 import json
 import sys
 from pathlib import Path
 
-import tools
+import guards
+import shell
 from backend import BACKENDS, BackendError, chat, choose
-from tools import REGISTRY, TOOLS, BadCall, Refused, check_call, needs_approval
+from guards import ToolError, visible
+from tools import TOOLS, check_call, plan
 
 MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
 SYSTEM = ("You are a careful assistant working in the user's workspace directory. "
           "Use the tools to look at the files before you answer, then answer briefly.")
 
 
+class Declined(ToolError):
+    """The person said no to a call."""
+
+
 def ask_user(question):
-    """The default approval: ask on the terminal. Without a terminal, one line is read from standard
-    input, and the end of input means no."""
-    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
+    """The default approval: ask on the terminal. Without a terminal, one line is read from standard input, and
+    the end of input means no."""
+    print(f"{visible(question)}? [y/N] ", end="", file=sys.stderr, flush=True)
     answer = sys.stdin.readline()
     if not sys.stdin.isatty():
-        print(answer.strip() or "(end of input: no)", file=sys.stderr)  # show what was piped in
+        print(visible(answer.strip()) or "(end of input: no)", file=sys.stderr)  # show what was piped in
     return answer.strip().lower() in ("y", "yes")
 
 
@@ -40,7 +46,7 @@ def run(task, backend=None, approve=ask_user):
         if not message.tool_calls:
             return message.content or ""
         for call in message.tool_calls:  # one tool message per call, carrying the call's id
-            print(f"[{step}] {call.function.name} {call.function.arguments}")
+            print(visible(f"[{step}] {call.function.name} {call.function.arguments}"))
             messages.append({"role": "tool", "tool_call_id": call.id, "content": run_tool(call, approve)})
     return None
 
@@ -76,23 +82,29 @@ def approved(approve, question):
         return False
 
 
+def decide(call, approve):
+    """Everything decided before a call runs: its arguments against the contract, the plan under the guardrails,
+    and a person's yes when the plan needs one. Returns the action that runs it; raises ToolError."""
+    args = check_call(call.function.name, call.function.arguments)  # a call that breaks the contract never runs
+    action, question = plan(call.function.name, args)
+    if question and not approved(approve, question):
+        raise Declined(f"the user declined, so nothing was done ({question.splitlines()[-1]}). "
+                       "Try another way, or say what you need.")
+    return action
+
+
 def run_tool(call, approve):
-    """Check one tool call against its contract, then run it; every failure becomes an 'error: ...' result
-    the model can read and act on."""
-    name = call.function.name
+    """The tool boundary: what a call returns, or why it did not run, as text the model can act on."""
     try:
-        args = check_call(name, call.function.arguments)  # a call that breaks the contract never runs
-        question = needs_approval(name, args)
-        if question and not approved(approve, question):
-            return (f"error: the user declined, so nothing was done: {question.splitlines()[-1]} "
-                    "Try another way, or say what you need.")
-        return REGISTRY[name](**args)
-    except BadCall as error:
+        action = decide(call, approve)
+    except ToolError as error:  # the contract, the guardrails or the person said no
         return f"error: {error}"
-    except Refused as error:
-        return f"error: refused: {error}"
-    except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
-        return f"error: {name} failed: {type(error).__name__}: {error}"
+    try:
+        return action()
+    except ToolError as error:  # the guardrails said no at the last moment
+        return f"error: {error}"
+    except Exception as error:  # the model's arguments made the tool fail (a missing file): the model hears of it
+        return f"error: {call.function.name} failed: {type(error).__name__}: {error}"
 
 
 def main():
@@ -102,24 +114,32 @@ def main():
     parser.add_argument("--model", help="default: $MODEL, else the backend's default model")
     parser.add_argument("--base-url", help="any OpenAI-compatible server (default: $BASE_URL, else the backend's)")
     parser.add_argument("--workspace", default=".", help="the folder the tools may touch (default: here)")
-    parser.add_argument("--yes", action="store_true", help="approve every command that would be asked about")
+    parser.add_argument("--yes", action="store_true", help="approve every command and write that would be asked about")
+    parser.add_argument("--sandbox", choices=("read-only", "workspace-write"),
+                        help="run commands inside bubblewrap (Linux): no network, no home folder, secrets hidden")
     args = parser.parse_args()
     if not args.task.strip():
         parser.error("the task is empty: say what you want done")
     if not Path(args.workspace).is_dir():
         parser.error(f"--workspace {args.workspace}: no such directory")
-    tools.WORKSPACE = Path(args.workspace).resolve()
+    guards.WORKSPACE = Path(args.workspace).resolve()
+    if args.sandbox and (problem := shell.sandbox_problem()):
+        sys.exit(f"error: {problem}")
+    shell.SANDBOX = args.sandbox
+    shell.hide_this_process()
     approve = (lambda question: True) if args.yes else ask_user
     try:
         answer = run(args.task, choose(args.backend, args.model, args.base_url), approve)
     except BackendError as error:
-        sys.exit(f"error: {error}")
+        sys.exit(f"error: {visible(str(error))}")
     except KeyboardInterrupt:
         sys.exit(130)
+    finally:
+        shell.stop_all()  # nothing a command started outlives the run
     if answer is None:
         print(f"stopped: hit the step limit (MAX_STEPS = {MAX_STEPS})")
         sys.exit(3)
-    print(answer)
+    print(visible(answer))
 
 
 if __name__ == "__main__":

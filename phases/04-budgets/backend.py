@@ -3,11 +3,16 @@
 Run:  python backend.py                  (sends a short prompt and prints the reply)
       python backend.py "Why is the sky blue? One sentence."
 Settings come from .env or the environment: BACKEND, MODEL, BASE_URL and the API keys (see .env.example).
+A request is bounded in total time, not only between bytes, so a deadline is a deadline.
 """
 import functools
+import math
 import os
 import sys
+import threading
+import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import openai
 from dotenv import load_dotenv
@@ -20,7 +25,7 @@ BACKENDS = {
     "demo": {"base_url": None, "key_var": None, "model": "demo"},  # demo_model.py, started on demand
 }
 ENV_FILE = Path(__file__).with_name(".env")
-TIMEOUT = 60  # seconds to wait for one reply
+TIMEOUT = 60  # seconds one request may take in all, connecting, waiting and reading included
 PROMPT = "Say hello in one short sentence."
 
 load_dotenv(ENV_FILE)  # variables already set in the environment win over .env
@@ -28,6 +33,10 @@ load_dotenv(ENV_FILE)  # variables already set in the environment win over .env
 
 class BackendError(Exception):
     """A configuration or provider problem, with a message that says how to fix it."""
+
+
+class OutOfTime(Exception):
+    """The run's deadline passed while waiting for the model."""
 
 
 def choose(name=None, model=None, base_url=None):
@@ -45,11 +54,16 @@ def choose(name=None, model=None, base_url=None):
         raise BackendError(
             f"The {name} backend needs an API key, but {key_var} is not set in {ENV_FILE} or the environment. "
             f"Put {key_var}=... in .env (see README.md for a free Groq key), or unset BACKEND to use the offline demo model.")
+    base_url = base_url or os.environ.get("BASE_URL")
+    if base_url and not (urlsplit(base_url).scheme in ("http", "https") and urlsplit(base_url).netloc):
+        raise BackendError(f"BASE_URL={base_url!r} is not a URL I can send requests to: it must start with http:// or "
+                           "https://, as in http://localhost:1234/v1.")
     return {
         "name": name,
-        "base_url": base_url or os.environ.get("BASE_URL") or BACKENDS[name]["base_url"] or start_demo(),
+        "base_url": base_url or BACKENDS[name]["base_url"] or start_demo(),
         "api_key": api_key or "none",  # keyless servers still need some string
         "model": model or os.environ.get("MODEL") or BACKENDS[name]["model"],
+        "url_given": bool(base_url),  # for messages: the user's own URL, or the backend's
     }
 
 
@@ -65,32 +79,73 @@ def first_backend_with_a_key():
 @functools.cache
 def start_demo():
     """Start the offline demo model on a free port of 127.0.0.1 (once) and return its URL."""
+    here = Path(__file__).resolve().parent
+    # demo_model.py lies beside this file, or in the repository root when this is a phase folder's copy
+    sys.path.append(str(next(folder for folder in (here, *here.parents) if (folder / "demo_model.py").exists())))
     import demo_model  # the standard library only, so it costs nothing when unused
 
     return demo_model.start().url
 
 
-@functools.cache
+CLIENTS = {}  # (base_url, api_key) -> an open client: it keeps the connection alive between requests
+
+
 def client(base_url, api_key):
-    # one client per server: it keeps the connection open between requests
-    return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=TIMEOUT)
+    if (base_url, api_key) not in CLIENTS:
+        CLIENTS[base_url, api_key] = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=TIMEOUT)
+    return CLIENTS[base_url, api_key]
 
 
-def chat(messages, tools=None, backend=None, timeout=None, options=None):
+def chat(messages, tools=None, backend=None, deadline=None, options=None):
     """Send the conversation, and the tools the model may call; return the whole response. The reply is
     response.choices[0].message, with its finish_reason beside it and the tokens used in response.usage.
-    options (temperature, reasoning_effort, ...) go into the request, but never replace the loop's own
-    model, messages and tools. timeout, when given, is all the time this request may take."""
+    deadline (a time.monotonic()) is when it must be done; without one, the request gets TIMEOUT. options
+    (temperature, ...) go into the request, but never replace the loop's own model, messages and tools."""
     backend = backend or choose()
-    request = {"model": backend["model"], "messages": messages, **({"tools": tools} if tools else {})}
-    extra = {key: value for key, value in (options or {}).items() if key not in ("model", "messages", "tools")}
-    api = client(backend["base_url"], backend["api_key"])
-    if timeout is not None:  # a deadline: no time to wait for the client's own retries either
-        api = api.with_options(timeout=max(timeout, 0.01), max_retries=0)
+    # options first, so that the loop's own model, messages and tools replace any of theirs
+    request = {**(options or {}), "model": backend["model"], "messages": messages}
+    if tools:
+        request["tools"] = tools  # some servers reject an empty tools list
+    until = min(deadline or math.inf, time.monotonic() + TIMEOUT)
+    completions = client(backend["base_url"], backend["api_key"]).chat.completions
     try:
-        return api.chat.completions.create(**request, extra_body=extra or None)
+        return within(until, lambda: completions.create(**request))
+    except TimeoutError:
+        if until == deadline:
+            raise OutOfTime("the deadline passed while the model was still answering") from None
+        raise BackendError(f"{where(backend)} did not answer within {TIMEOUT} s. Try again, or check BASE_URL.") \
+            from None
     except openai.APIError as error:
         raise BackendError(explain(error, backend)) from None
+
+
+def within(until, function):
+    """function(), waited for until time.monotonic() reaches `until`, then given up on with TimeoutError. It runs
+    on a thread of its own, because a socket read has no total timeout: a server sending a byte a second would
+    hold it for ever. A thread that is given up on is left to end at its next byte, the clients closed."""
+    done, box = threading.Event(), {}
+
+    def work():
+        try:
+            box["value"] = function()
+        except BaseException as error:  # handed to the caller, who decides
+            box["error"] = error
+        done.set()
+
+    threading.Thread(target=work, daemon=True).start()
+    if not done.wait(max(until - time.monotonic(), 0)):
+        stop_clients()
+        raise TimeoutError
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def stop_clients():
+    """Close every open client, so a request still reading on another thread fails and ends."""
+    for api in CLIENTS.values():
+        api.close()
+    CLIENTS.clear()
 
 
 def complete(prompt, backend=None):
@@ -98,12 +153,20 @@ def complete(prompt, backend=None):
     return chat([{"role": "user", "content": prompt}], backend=backend).choices[0].message.content
 
 
+def where(backend):
+    """The server, as the user configured it. Example: "the groq backend at https://api.groq.com/openai/v1" """
+    if backend.get("url_given"):
+        return f"the server at {backend['base_url']} (BASE_URL, used as the {backend['name']} backend)"
+    if backend["name"] == "demo":
+        return f"the offline demo model at {backend['base_url']}"
+    return f"the {backend['name']} backend at {backend['base_url']}"
+
+
 def explain(error, backend):
-    """Turn an openai exception into one paragraph: what went wrong, and what to change."""
-    where = f"the {backend['name']} server at {backend['base_url']}"
+    """Turn an openai exception into one paragraph: what went wrong, where, and what to change."""
     key_var = BACKENDS[backend["name"]]["key_var"] or "API_KEY"
     if isinstance(error, openai.APIConnectionError):  # timeouts included
-        return (f"Could not reach {where} ({error.message}). Check that the server is running, "
+        return (f"Could not reach {where(backend)} ({error.message.rstrip('.')}). Check that the server is running, "
                 "that BASE_URL is right (or unset it), and your network.")
     status = getattr(error, "status_code", None)
     body = error.body if isinstance(error.body, dict) else {}  # the provider's own words, if it sent JSON
@@ -112,16 +175,16 @@ def explain(error, backend):
         403: "The key may not use this model or endpoint: check the key's permissions and MODEL.",
         404: f"Check MODEL ({backend['model']!r}) against the models the server lists at "
              f"{backend['base_url']}/models, and check BASE_URL.",
-        429: "You hit the provider's rate limit: wait a minute and try again, or use a smaller model.",
+        429: "You hit the provider's rate limit: wait a minute, or use a smaller model.",
     }.get(status, "The provider had a problem: try again in a minute." if (status or 0) >= 500
           else "The server did not accept the request as it was built: see Troubleshooting in the lesson.")
     if body.get("code") == "tool_use_failed":  # Groq: the model wrote a call it could not parse
         fix = f"The model wrote: {body.get('failed_generation')!r}. Run again or try another model, and send the tools on every request."
-    return f"{where} answered {status}: {body.get('message') or error.message} {fix}"
+    return f"{where(backend)} answered {status}: {body.get('message') or error.message} {fix}"
 
 
 if __name__ == "__main__":
     try:
         print(complete(" ".join(sys.argv[1:]) or PROMPT))
-    except BackendError as error:
+    except (BackendError, OutOfTime) as error:
         sys.exit(f"error: {error}")

@@ -1,48 +1,32 @@
-"""The tools the model may call, and the guardrails around them: REGISTRY (name -> function), TOOLS (schemas).
+"""The tools the model may call: REGISTRY (name -> function) and TOOLS (their hand-written schemas).
 
 Try one:  python -c "import tools; print(tools.read_file('tools.py', limit=5))"
-Every call is checked against its schema before it runs (check_call), every path must stay inside WORKSPACE,
-secret files are refused, and needs_approval() tells harness.py when to ask the user first: before any
-command that is not plainly read-only, and before any write, showing the diff.
+Before a call runs, check_call() holds its arguments to the tool's schema, and plan() decides, once, what will
+run and what a person must approve first (guards.py says what is allowed, shell.py runs commands).
 """
 import difflib
-import fnmatch
+import heapq
 import inspect
 import json
 import os
 import re
-import shlex
-import signal
-import subprocess
-import threading
-from pathlib import Path
+from functools import partial
 
-MAX_CHARS = 4000  # longest result sent back to the model; one huge file must not flood the conversation
+import guards
+import shell
+from guards import Refused, ToolError, visible
+
+MAX_CHARS = 4000  # longest result sent back to the model, note included; one file must not flood the conversation
+NOTE_ROOM = 200  # characters kept free in a cut result for the note that says what was cut
 PAGE_LINES = 200  # lines read_file returns by default; the model pages with offset
-TIMEOUT = 10  # seconds a command may run before it and everything it started are killed
-MAX_OUTPUT = 1_000_000  # bytes a command may print before it is stopped: `yes` must not fill memory
-WORKSPACE = Path.cwd()  # the only folder the tools may touch; harness.py --workspace changes it
-SECRET_FILES = (".env", ".env.*", "*.pem", "*.key", "id_rsa*")  # credentials: never shown to the model
-NOT_SECRET = (".env.example",)  # a template with empty values
-SAFE_PROGRAMS = ("ls", "cat", "head", "tail", "wc", "grep", "pwd", "echo")  # read-only, run without asking
-SAFE_GIT = ("status", "log", "diff", "show")  # read-only git subcommands
-SHELL_SYNTAX = set(";&|<>`$(){}[]*?~!\\\n")  # anything the shell would interpret needs a person to look
-RECURSIVE = re.compile(r"-[^-]*[rR]|--(recursive|dereference-recursive|directories)")  # grep -r, -nR, ...
-RUNNING = set()  # commands running now, so that Ctrl-C can end them too
-SECRET_VARIABLE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
-# Windows has no process groups as such: a new process group there lets taskkill /T end the whole tree.
-NEW_GROUP = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {"start_new_session": True}
-
-
-class Refused(Exception):
-    """A call the guardrails will not run, whoever approves it; the message tells the model why."""
-
-
-class BadCall(Exception):
-    """A call that breaks its tool's contract; the message names the problem and shows the right shape."""
-
-
+MAX_DIFF_BYTES = 1_000_000  # a file larger than this is not diffed before a write: the question says so instead
+DIFF_LINES = 100  # lines of a diff shown in the question; the summary line counts them all
+LINE = re.compile(r"[^\n]*\n|[^\n]+$")  # a line ends at \n only: a \r inside one is shown, not obeyed
 JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "object": dict, "array": list}
+
+
+class BadCall(ToolError):
+    """A call that breaks its tool's contract; the message names the problem and shows the right shape."""
 
 
 def json_type(value):
@@ -67,8 +51,8 @@ def check_call(name, arguments):
     shape = "Call it as " + json.dumps({arg: p["examples"][0] for arg, p in properties.items() if "examples" in p})
     try:
         args = json.loads(arguments or "{}")  # some servers send "" for no arguments
-    except json.JSONDecodeError as error:
-        raise BadCall(f"{name}: the arguments are not valid JSON ({error}). {shape}") from None
+    except (ValueError, RecursionError) as error:
+        raise BadCall(f"{name}: the arguments are not valid JSON ({str(error)[:100]}). {shape}") from None
     if not isinstance(args, dict):
         raise BadCall(f"{name}: the arguments must be a JSON object, not {json_type(args)}. {shape}")
     for arg in schema.get("required", []):
@@ -82,28 +66,24 @@ def check_call(name, arguments):
         # a bool is an int to Python, but not to JSON Schema: true is not a line number
         if not isinstance(value, JSON_TYPES[expected]) or (isinstance(value, bool) and expected != "boolean"):
             raise BadCall(f'{name}: argument "{arg}" must be of type {expected}, not {json_type(value)} '
-                          f"({json.dumps(value)}). {shape}")
+                          f"({json.dumps(value)[:100]}). {shape}")
     inspect.signature(REGISTRY[name]).bind(**args)  # the function agrees too (a test keeps them in step)
     return args
 
 
-def is_secret(path):
-    """Example: is_secret("config/.env.local") -> True;  is_secret("notes.txt") -> False"""
-    name = Path(path).name
-    return name not in NOT_SECRET and any(fnmatch.fnmatch(name, pattern) for pattern in SECRET_FILES)
-
-
-def inside_workspace(path):
-    """The real location of a path the model gave; refused if it leaves WORKSPACE or is a secret file.
-
-    Example (WORKSPACE is /work): "notes/a.txt" -> /work/notes/a.txt;  "../etc/passwd" -> Refused
-    """
-    full = (WORKSPACE / path).resolve()  # resolve() follows symlinks, so a link cannot lead out
-    if not full.is_relative_to(WORKSPACE.resolve()):
-        raise Refused(f"{path} is outside the workspace; use paths inside {WORKSPACE}")
-    if is_secret(path) or is_secret(full):
-        raise Refused(f"{path} is a secret file, and the model may not read credentials")
-    return full
+def plan(name, args, deadline=None):
+    """Decide, once, what a checked call will do: returns (action, question). action() runs exactly what was
+    checked; question is what a person must approve first, or None. Raises Refused for what nobody may approve.
+    deadline (a time.monotonic()) stops a command that is still running then."""
+    if name == "run_shell":
+        argv = guards.plain_command(args["command"])  # refuses a command that names a secret file
+        if argv:  # judged plain: it runs as this argument list, and is checked again just before it runs
+            return partial(run_plain, args["command"], argv, deadline), None
+        return partial(run_argv, shell.shell_argv(args["command"]), deadline), \
+            f"Run in a shell: {visible(args['command'], keep='')}"
+    if name == "write_file":
+        return partial(write_file, **args), write_question(args["path"], args["content"])
+    return partial(REGISTRY[name], **args), None
 
 
 def read_file(path: str, offset: int = 1, limit: int = PAGE_LINES) -> str:
@@ -111,157 +91,113 @@ def read_file(path: str, offset: int = 1, limit: int = PAGE_LINES) -> str:
     MAX_CHARS characters, and when more is left, a last line saying how to read on."""
     if offset < 1 or limit < 1:
         raise ValueError("offset and limit start at 1")
-    lines = inside_workspace(path).read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
-    text, end = "", offset - 1
-    for line in lines[offset - 1:offset - 1 + limit]:
-        if len(text) + len(line) > MAX_CHARS:
-            if not text:  # one line longer than MAX_CHARS: show its start rather than nothing
-                text, end = line[:MAX_CHARS] + "\n", end + 1
-            break
-        text, end = text + line, end + 1
-    if end < len(lines):
-        text += f"\n[lines {offset}-{end} of {len(lines)}; call read_file with offset={end + 1} to read on]"
+    text, end, number = "", offset - 1, 0
+    with guards.open_file(path) as file:
+        for number, line in enumerate(lines_of(file), 1):  # a line at a time: a 1 GB file is never loaded whole
+            room = MAX_CHARS - NOTE_ROOM - len(text)
+            if number >= offset + limit or (number >= offset and len(line) > room and text):
+                break  # this line is not shown: the page is full
+            if number >= offset:  # one line longer than the room is cut rather than left out
+                text, end = text + (line if len(line) <= room else line[:room] + "\n"), number
+        total = number + lines_left(file)
+    if end < total:
+        text += f"\n[lines {offset}-{end} of {total}; call read_file with offset={end + 1} to read on]"
     return text
 
 
-def write_file(path: str, content: str) -> str:
-    """Replace a workspace file's text with content (creating it if needed). Runs only once the user
-    approved the diff that needs_approval() showed."""
-    target = inside_workspace(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(content.encode("utf-8"))  # bytes: no newline translation, exactly the diff shown
-    return f"wrote {len(content)} characters to {path}"
+def lines_of(file):
+    """A binary file's lines as text, read a piece at a time; a line longer than MAX_CHARS is cut to that."""
+    while piece := file.readline(MAX_CHARS * 4):
+        if not piece.endswith(b"\n"):  # an overlong line: skip its rest rather than keep it
+            while (rest := file.readline(65536)) and not rest.endswith(b"\n"):
+                pass
+        yield piece.decode("utf-8", errors="replace")[:MAX_CHARS]
 
 
-def diff(path, content):
-    """The change write_file(path, content) would make, as a unified diff.
-
-    Example: diff("a.txt", "new\\n") where a.txt holds "old\\n" -> "--- a/a.txt\\n+++ b/a.txt\\n@@ -1 +1 @@\\n-old\\n+new\\n"
-    """
-    target = inside_workspace(path)
-    old = target.read_bytes().decode("utf-8", errors="replace") if target.exists() else ""
-    lines = difflib.unified_diff(old.splitlines(keepends=True), content.splitlines(keepends=True),
-                                 f"a/{path}", f"b/{path}")
-    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+def lines_left(file):
+    """How many lines remain after the file's position, counted a megabyte at a time."""
+    count, last = 0, b"\n"
+    while block := file.read(1 << 20):
+        count, last = count + block.count(b"\n"), block[-1:]
+    return count + (last != b"\n")
 
 
 def list_dir(path: str = ".") -> str:
     """Return the names in a workspace directory, one per line; directories end with '/'."""
-    names = [p.name + "/" if p.is_dir() else p.name for p in sorted(inside_workspace(path).iterdir())]
-    return "\n".join(names) or "(empty directory)"
+    count = 0
 
+    def names(entries):
+        nonlocal count
+        for count, entry in enumerate(entries, 1):
+            yield entry.name + ("/" if entry.is_dir() else "")
 
-def refuse_secrets(command):
-    """Refuse a command that names a secret file, e.g. `cat .env`, `grep KEY .env.local`, `cat .e""nv`
-    (the shell joins the quotes away), `git show HEAD:.env`, or a link whose real file is a secret."""
-    words = re.findall(r"[^\s;&|<>()`'\"=:]+", command)
-    try:
-        words += shlex.split(command)  # the words after the shell's quoting
-    except ValueError:  # unbalanced quotes: the shell would refuse it too
-        pass
-    for word in words:
-        if is_secret(word) or is_secret((WORKSPACE / word).resolve()):
-            raise Refused(f"{word} is a secret file, and the model may not read credentials")
-
-
-def plain_command(command):
-    """The argument list of a command that may run without asking, else None. A plain command is a
-    read-only program with no shell syntax and no path outside the workspace.
-
-    Example: plain_command("grep -n def tools.py") -> ["grep", "-n", "def", "tools.py"];  plain_command("ls; rm x") -> None
-    """
-    if any(char in SHELL_SYNTAX for char in command):
-        return None
-    try:
-        argv = shlex.split(command)
-    except ValueError:  # unbalanced quotes
-        return None
-    if not argv or argv[0] not in (*SAFE_PROGRAMS, "git"):
-        return None
-    if argv[0] == "git" and (len(argv) < 2 or argv[1] not in SAFE_GIT or "--output" in command):
-        return None
-    if argv[0] == "grep" and any(RECURSIVE.match(arg) for arg in argv[1:]):
-        return None  # grep -r reads every file below, whatever its name
-    for arg in argv[1:]:
-        value = arg.split("=", 1)[-1]  # --file=../x names a path too
-        if not (WORKSPACE / value).resolve().is_relative_to(WORKSPACE.resolve()):
-            return None
-    return argv
-
-
-def needs_approval(name, args):
-    """The question to ask the user before this call runs, or None when it may run as it is.
-    Raises Refused for what nobody may approve."""
-    if name == "write_file":
-        change = diff(args["path"], args["content"]) or "(no change)\n"
-        return f"{change}Write {args['path']}?"  # the last line is the question itself
-    if name != "run_shell":
-        return None
-    refuse_secrets(args["command"])
-    return None if plain_command(args["command"]) else f"Run `{args['command']}`?"
+    with os.scandir(guards.inside_workspace(path)) as entries:
+        first = heapq.nsmallest(MAX_CHARS // 2, names(entries))  # in order, without keeping 200,000 names
+    text = ""
+    for shown, name in enumerate(first):
+        if len(text) + len(name) + 1 > MAX_CHARS - NOTE_ROOM:
+            return text + f"[... {count - shown} more entries; list a folder inside to see fewer]"
+        text += name + "\n"
+    return text.rstrip("\n") or "(empty directory)"
 
 
 def run_shell(command: str) -> str:
-    """Run a command line in the workspace and return its exit code and output."""
-    refuse_secrets(command)
-    argv = plain_command(command)
-    # A plain command runs without a shell, so nothing in it is interpreted; anything else needed
-    # the user's approval (see needs_approval) and goes through the shell (cmd.exe on Windows).
-    process = subprocess.Popen(argv or command, shell=argv is None, cwd=WORKSPACE, env=child_env(),
-                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               **NEW_GROUP)
-    RUNNING.add(process)
-    kept, printed = bytearray(), 0
-
-    def read_output():  # reads while the command runs, keeping only the first MAX_CHARS bytes
-        nonlocal printed
-        for chunk in iter(lambda: process.stdout.read1(65536), b""):
-            printed += len(chunk)
-            kept.extend(chunk[:MAX_CHARS - len(kept)])
-            if printed > MAX_OUTPUT:
-                kill_group(process)
-                return
-
-    reader = threading.Thread(target=read_output, daemon=True)
-    reader.start()
-    try:
-        process.wait(TIMEOUT)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        timed_out = True
-    kill_group(process)  # also ends whatever it left running in the background, like `sleep 999 &`
-    reader.join(1)  # the rest of the output, already in the pipe
-    RUNNING.discard(process)
-    status = f"exit code {process.wait()}"
-    if timed_out:
-        status = f"error: timed out after {TIMEOUT} s; the command and everything it started were killed"
-    elif printed > MAX_OUTPUT:
-        status = f"stopped after printing {MAX_OUTPUT} bytes"
-    output = kept.decode("utf-8", errors="replace")
-    cut = f"\n[... {printed - len(kept)} more bytes cut]" if printed > len(kept) else ""
-    return f"{status}\n{output}{cut}"
+    """Run a command line in the workspace and return its exit code and output. Here a plain command runs at
+    once; the harness runs anything else through plan(), after a person approved it."""
+    action, question = plan("run_shell", {"command": command})
+    if question:
+        raise Refused("this command needs a person's approval; the harness asks for it")
+    return action()
 
 
-def kill_group(process):
-    """Kill a command and everything it started: its process group (on Windows, its process tree)."""
-    if os.name == "nt":
-        subprocess.run(["taskkill", "/F", "/T", "/PID", str(process.pid)], capture_output=True)
-        return
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass  # already gone
+def run_plain(command, argv, deadline=None):
+    """Run a command judged plain, if it is still exactly as plain as when it was judged: another call of the
+    same turn may have changed the files it names (a link swapped in) since."""
+    if guards.plain_command(command) != argv:
+        raise Refused(f"`{command}` changed between the check and the run (a file it names changed); not run")
+    return run_argv(argv, deadline)
 
 
-def kill_running():
-    """End every command still running, and everything they started (for Ctrl-C)."""
-    for process in list(RUNNING):
-        kill_group(process)
+def run_argv(argv, deadline=None):
+    return shell.run(argv, cwd=guards.WORKSPACE, env=guards.command_env(argv), keep=MAX_CHARS - NOTE_ROOM,
+                     deadline=deadline)
 
 
-def child_env():
-    """The environment commands run with: API keys and other secret-looking variables removed."""
-    return {name: value for name, value in os.environ.items() if not SECRET_VARIABLE.search(name)}
+def write_file(path: str, content: str) -> str:
+    """Replace a workspace file's text with content (creating it if needed). Runs only once the user
+    approved the change that plan() showed."""
+    target = guards.inside_workspace(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    with os.fdopen(os.open(target, flags, 0o644), "wb") as file:  # a link swapped in since the check is not followed
+        file.write(content.encode("utf-8", errors="replace"))  # bytes: no newline translation, exactly as shown
+    return f"wrote {len(content)} characters to {path}"
+
+
+def write_question(path, content):
+    """What a person sees before a write: the summary, the diff (its first DIFF_LINES lines), the summary again
+    right above the answer, so the last line read is what the answer is about.
+
+    Example: write_question("a.txt", "new\\n") where a.txt holds "old\\n" ->
+             "Write a.txt: +1 -1 lines\\n--- a/a.txt\\n+++ b/a.txt\\n@@ -1 +1 @@\\n-old\\n+new\\nWrite a.txt: +1 -1 lines"
+    """
+    target = guards.inside_workspace(path)
+    name = visible(str(target.relative_to(guards.real_root())))
+    if target.exists() and target.stat().st_size > MAX_DIFF_BYTES:
+        return (f"Write {name}: {target.stat().st_size} bytes, too big to show a diff, replaced by "
+                f"{content.count(chr(10)) + 1} lines")
+    old = ""
+    if target.exists():
+        with guards.open_file(path) as file:
+            old = file.read().decode("utf-8", errors="replace")
+    lines = list(difflib.unified_diff(LINE.findall(old), LINE.findall(content), f"a/{name}", f"b/{name}"))
+    added = sum(line.startswith("+") for line in lines[2:])
+    removed = sum(line.startswith("-") for line in lines[2:])
+    shown = [visible(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+             for line in lines[:DIFF_LINES]]
+    more = f"[... {len(lines) - DIFF_LINES} more lines of diff]\n" if len(lines) > DIFF_LINES else ""
+    summary = f"Write {name}: +{added} -{removed} lines" + ("" if target.exists() else " (a new file)")
+    return f"{summary}\n{''.join(shown)}{more}{summary}"
 
 
 REGISTRY = {"read_file": read_file, "list_dir": list_dir, "run_shell": run_shell, "write_file": write_file}

@@ -2,30 +2,47 @@
 
 Run:  python harness.py "List the files here, then read backend.py and tell me which model it calls."
       python harness.py --stream --deadline 60 --trace run.jsonl "Run `make test` and tell me what failed"
-Every call is checked against its tool's schema first, a write or a command that is not plainly read-only runs
-only after you say yes, the calls of one turn run at the same time, and every run ends with a status. What the
-model gets wrong (broken ids, empty answers, the same call again and again) is put right or stopped here.
+Every call is checked against its tool's schema, a write or a command that is not plainly read-only runs only
+after you say yes, the calls of one turn run at the same time, and every run ends with a status and exit code.
 """
 import argparse
 import json
+import os
+import signal
 import sys
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import tools
-from backend import BACKENDS, BackendError, chat, choose
-from tools import REGISTRY, TOOLS, BadCall, Refused, check_call, needs_approval
+import guards
+import shell
+from backend import BACKENDS, BackendError, OutOfTime, chat, choose
+from guards import ToolError, visible
+from tools import TOOLS, check_call, plan
 
 MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
-SAME_CALL_LIMIT = 3  # the same call this many times in a row: the model is told; once more and the run stops
-LIMITS = {"max_steps": MAX_STEPS, "max_tool_calls": 30, "max_tokens": None, "deadline": None}  # None: no limit
-EXIT_CODES = {"answered": 0, "provider_error": 1, "step_limit": 3, "tool_call_limit": 3, "token_limit": 3,
-              "deadline": 3, "repeated": 3, "incomplete": 4, "interrupted": 130}
+MAX_TOOL_CALLS = 30  # tool calls per task, refused ones included
+SAME_CALL_LIMIT = 3  # the same call in this many turns in a row: the model is told; once more and the run stops
+GRACE = 0.5  # seconds past the deadline a tool may take to say how it was stopped
+TRACE_CHARS = 20_000  # longest text kept in one trace field; the rest is counted, not written
+EXIT_CODES = {"answered": 0, "provider_error": 1, "output_error": 1, "step_limit": 3, "tool_call_limit": 3,
+              "token_limit": 3, "deadline": 3, "repeated": 3, "incomplete": 4, "content_filter": 4, "refused": 4,
+              "interrupted": 130}
+SIGNAL_EXIT = {signal.SIGINT: 130, getattr(signal, "SIGTERM", 15): 143, getattr(signal, "SIGHUP", 1): 129}
 SYSTEM = ("You are a careful assistant working in the user's workspace directory. "
           "Use the tools to look at the files before you answer, then answer briefly.")
+EMPTY_ANSWER = "Your reply was empty. Answer the task in words, or call a tool."
+
+
+@dataclass
+class Limits:
+    """The budgets of one run; None means no limit."""
+    max_steps: int = MAX_STEPS
+    max_tool_calls: int = MAX_TOOL_CALLS
+    max_tokens: int | None = None  # tokens as the provider counts them (estimated when it sends no count)
+    deadline: float | None = None  # seconds of wall-clock time, from `started`
 
 
 @dataclass
@@ -33,7 +50,7 @@ class Result:
     """How a run ended and what it used; messages is the whole conversation, ready to inspect or continue."""
     status: str = "running"  # then one of EXIT_CODES
     answer: str = ""
-    error: str = ""  # the provider's problem, explained, when status is provider_error
+    error: str = ""  # what went wrong, explained, when the status is not answered
     steps: int = 0
     tool_calls: int = 0
     usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
@@ -41,159 +58,363 @@ class Result:
     messages: list = field(default_factory=list)
 
 
+@dataclass
+class Settings:
+    """What a run is set up with at its start (who answers, who approves, the budgets, the callbacks), and what
+    the loop keeps track of on the way."""
+    backend: dict
+    approve: object
+    limits: Limits
+    options: dict
+    started: float  # a time.monotonic(): the deadline counts from here
+    trace: "Trace" = None
+    on_text: object = None  # streamed text, as it arrives
+    on_call: object = None  # each tool call, before it is decided: on_call(step, name, arguments)
+    on_note: object = None  # each retry, in words
+    used_ids: set = field(default_factory=set)  # every call id so far: a repeated id is replaced
+    recent: list = field(default_factory=list)  # each turn's calls, by meaning: repeated-call handling
+    nudged: bool = False  # an empty reply was answered with a nudge already
+
+
+class Stop(Exception):
+    """Ends the run with a status, e.g. Stop("step_limit") or Stop("output_error", "the trace file is full")."""
+
+    def __init__(self, status, error=""):
+        super().__init__(error or status)
+        self.status, self.error = status, error
+
+
+class Declined(ToolError):
+    """The person said no to a call."""
+
+
+class Trace:
+    """The JSONL trace: one JSON object a line, each with the run's id, appended whole in one write and flushed at
+    once, so runs sharing a file never mix their lines, and a crash loses nothing already done."""
+
+    def __init__(self, path=None):
+        self.run, self.file = uuid.uuid4().hex[:12], None
+        try:
+            self.file = open(path, "ab", buffering=0) if path else None
+        except OSError as error:
+            raise Stop("output_error", f"the trace file {path} cannot be opened: {error.strerror}") from None
+
+    def record(self, kind, **fields):
+        if self.file:
+            line = json.dumps({"run": self.run, "type": kind, **{k: capped(v) for k, v in fields.items()}}) + "\n"
+            try:
+                self.file.write(line.encode())  # json.dumps wrote ASCII only
+            except OSError as error:
+                self.file = None  # one message is enough
+                raise Stop("output_error", f"the trace could not be written: {error.strerror}") from None
+
+
+def capped(value, limit=TRACE_CHARS):
+    """A text for the trace: cut at limit characters, with a note of how much was cut."""
+    if isinstance(value, str) and len(value) > limit:
+        return value[:limit] + f"[... {len(value) - limit} more characters cut]"
+    return value
+
+
 def ask_user(question):
-    """The default approval: ask on the terminal. Without a terminal, one line is read from standard
-    input, and the end of input means no."""
-    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
+    """The default approval: ask on the terminal. Without a terminal, one line is read from standard input, and
+    the end of input means no."""
+    print(f"{visible(question)}? [y/N] ", end="", file=sys.stderr, flush=True)
     answer = sys.stdin.readline()
     if not sys.stdin.isatty():
-        print(answer.strip() or "(end of input: no)", file=sys.stderr)  # show what was piped in
+        print(visible(answer.strip()) or "(end of input: no)", file=sys.stderr)  # show what was piped in
     return answer.strip().lower() in ("y", "yes")
 
 
-def record(trace, kind, **fields):
-    """Write one line of the JSONL trace, flushed at once: a crash loses nothing already done."""
-    if trace:
-        trace.write(json.dumps({"type": kind, **fields}) + "\n")
-        trace.flush()
-
-
-def run(task, backend=None, approve=ask_user, limits=None, trace=None, options=None, history=(), on_text=None):
+def run(task, *, backend=None, approve=ask_user, limits=None, trace=None, options=None, history=(), on_text=None,
+        on_call=None, on_note=None, started=None):
     """Run one task until it ends, and return a Result whose status says how it ended.
-    approve(question) decides the calls that need a person (only True means yes); limits overrides LIMITS;
-    trace is an open file for the JSONL trace; options (temperature, ...) go with every request; history
-    is an earlier result.messages to continue from; on_text streams the model's text as it arrives."""
-    backend, limits = backend or choose(), {**LIMITS, **(limits or {})}
+    approve(question) decides the calls that need a person (only True means yes); limits is a Limits; trace is a
+    file name for the JSONL trace; options (temperature, ...) go with every request; history is an earlier
+    result.messages to continue from; on_text, on_call and on_note hear what happens as it happens; started is
+    the time.monotonic() the deadline counts from (default: now)."""
     result = Result(messages=[*(history or [{"role": "system", "content": SYSTEM}]), {"role": "user", "content": task}])
-    started = time.monotonic()
-    record(trace, "start", task=task, backend=backend["name"], model=backend["model"], limits=limits,
-           options=options or {})
+    settings = Settings(backend, approve, limits or Limits(), options or {}, started or time.monotonic(), Trace(),
+                        on_text, on_call, on_note, used_ids=call_ids(result.messages))
     try:
-        result.status = loop(result, backend, approve, limits, trace, options or {}, started, on_text)
+        settings.trace = Trace(trace)
+        settings.backend = backend or choose()
+        settings.trace.record("start", task=task, backend=settings.backend["name"], model=settings.backend["model"],
+                              limits=vars(settings.limits), options=settings.options)
+        loop(settings, result)
+        result.status = "answered"
+    except Stop as stop:
+        result.status, result.error = stop.status, stop.error
+    except OutOfTime as error:
+        result.status, result.error = "deadline", str(error)
     except BackendError as error:
         result.status, result.error = "provider_error", str(error)
     except KeyboardInterrupt:
         result.status = "interrupted"
-    result.seconds = round(time.monotonic() - started, 3)
-    record(trace, "end", status=result.status, answer=result.answer, error=result.error, steps=result.steps,
-           tool_calls=result.tool_calls, usage=result.usage, seconds=result.seconds)
+    finally:
+        shell.stop_all()  # nothing a command started outlives the run
+    return finish(settings, result)
+
+
+def finish(settings, result):
+    """Close the run: every call answered (so `history=` can continue), the time taken, the trace's end record."""
+    result.seconds = round(time.monotonic() - settings.started, 3)
+    try:
+        answer_every_call(settings, result)
+        settings.trace.record("end", status=result.status, answer=result.answer, error=result.error,
+                              steps=result.steps, tool_calls=result.tool_calls, usage=result.usage,
+                              seconds=result.seconds)
+    except Stop as stop:  # the trace itself failed: say so, and keep the run's own status
+        result.error = result.error or stop.error
     return result
 
 
-def loop(result, backend, approve, limits, trace, options, started, on_text):
-    """Ask, keep the reply, run its tool calls, repeat; return the status the run ends with."""
-    messages, recent = result.messages, []  # recent: the calls made so far, as (name, arguments)
-    used = {call["id"] for m in messages for call in m.get("tool_calls", [])}  # every call id so far
-    while not (stop := over_budget(result, limits, started)):
-        result.steps += 1
-        left = limits["deadline"] - (time.monotonic() - started) if limits["deadline"] else None
-        asked = time.monotonic()
-        try:
-            response = chat(messages, tools=TOOLS, backend=backend, timeout=left, options=options, on_text=on_text)
-        except BackendError:
-            if over_budget(result, limits, started) == "deadline":
-                return "deadline"  # the model was still thinking when the time ran out
-            raise
-        choice, message = response.choices[0], response.choices[0].message
-        add_usage(result.usage, response.usage)
-        record(trace, "reply", step=result.steps, finish_reason=choice.finish_reason, content=message.content,
-               usage=response.usage.model_dump(exclude_none=True) if response.usage else None,
-               seconds=round(time.monotonic() - asked, 3))
-        if choice.finish_reason == "length":  # cut off mid-answer: never run a half-written call
-            messages.append({"role": "assistant", "content": message.content or ""})
-            result.answer = message.content or ""
-            return "incomplete"
-        if not message.tool_calls and not (message.content or "").strip():
-            if messages[-1]["role"] == "user" and messages[-1]["content"] == EMPTY_ANSWER:
-                return "incomplete"  # asked once already
-            messages += [{"role": "assistant", "content": ""}, {"role": "user", "content": EMPTY_ANSWER}]
+def answer_every_call(settings, result):
+    """The conversation stays one the API accepts, whatever ended the run: a call without a result gets one."""
+    last = max((n for n, m in enumerate(result.messages) if m.get("tool_calls")), default=None)
+    if last is None:
+        return
+    answered = {m.get("tool_call_id") for m in result.messages[last + 1:]}
+    for call in result.messages[last]["tool_calls"]:
+        if call["id"] not in answered:
+            content = f"error: not run: the run ended first ({result.status})"
+            result.messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
+            record_tool(settings, result, call["id"], call["function"], content)
+
+
+def loop(settings, result):
+    """The phase 1 loop, with its steps named: check the budgets, ask, keep the reply, run its tool calls."""
+    while True:
+        check_budgets(settings, result)
+        reply = ask(settings, result)
+        result.messages.append(assistant_message(reply))
+        if not reply.tool_calls:
+            if answered(settings, result, reply):
+                return
             continue
-        fresh_ids(message.tool_calls or [], used)
-        repeats = same_calls(message.tool_calls or [], recent)
-        if repeats > SAME_CALL_LIMIT:
-            return "repeated"  # it was told, and made the call again
-        messages.append(assistant_message(message))
-        if not message.tool_calls:
-            result.answer = message.content or ""
-            return "answered"
-        told = recent[-1] if repeats == SAME_CALL_LIMIT else None
-        messages.extend(run_tools(message.tool_calls, approve, result, limits, trace, told))
-        if result.tool_calls > limits["max_tool_calls"]:
-            return "tool_call_limit"
-    return stop
+        run_tools(settings, result, reply.tool_calls)
 
 
-def over_budget(result, limits, started):
-    """The status that ends the run before its next request, or None while every budget has room."""
-    if limits["deadline"] and time.monotonic() - started >= limits["deadline"]:
-        return "deadline"
-    if limits["max_tokens"] and result.usage["total_tokens"] >= limits["max_tokens"]:
-        return "token_limit"
-    if result.steps >= limits["max_steps"]:
-        return "step_limit"
-    return None
+def check_budgets(settings, result):
+    """Every budget, decided in one place, before each request: raises Stop naming the one that ran out."""
+    limits = settings.limits
+    if result.tool_calls > limits.max_tool_calls:
+        raise Stop("tool_call_limit")
+    if limits.deadline and time.monotonic() >= deadline(settings):
+        raise Stop("deadline")
+    if limits.max_tokens and result.usage["total_tokens"] >= limits.max_tokens:
+        raise Stop("token_limit")
+    if result.steps >= limits.max_steps:
+        raise Stop("step_limit")
 
 
-EMPTY_ANSWER = "Your reply was empty. Answer the task in words, or call a tool."
+def deadline(settings):
+    """The run's deadline as a time.monotonic(), or None."""
+    return settings.started + settings.limits.deadline if settings.limits.deadline else None
+
+
+def ask(settings, result):
+    """One model reply: sent with the time that is left, counted, traced, its call ids made unique. A reply cut
+    off, filtered or refused ends the run with that status, and nothing in it runs."""
+    result.steps += 1
+    asked = time.monotonic()
+    response = chat(result.messages, tools=TOOLS, backend=settings.backend, deadline=deadline(settings),
+                    options=settings.options, on_text=settings.on_text, on_note=settings.on_note)
+    choice, reply = response.choices[0], response.choices[0].message
+    refusal = getattr(reply, "refusal", None)
+    usage = add_usage(result, response)
+    fresh_ids(reply.tool_calls or [], settings.used_ids)
+    settings.trace.record("reply", step=result.steps, finish_reason=choice.finish_reason, content=reply.content,
+                          refusal=refusal, calls=[call.id for call in reply.tool_calls or []], usage=usage,
+                          seconds=round(time.monotonic() - asked, 3))
+    ending = "refused" if refusal else {"length": "incomplete", "content_filter": "content_filter"}.get(
+        choice.finish_reason)
+    if ending:
+        result.messages.append({"role": "assistant", "content": reply.content or ""})  # no half-written calls
+        result.answer = reply.content or refusal or ""
+        raise Stop(ending, f"the model refused: {refusal}" if refusal else
+                   f"the reply ended with finish_reason {choice.finish_reason!r}, so nothing in it was run")
+    return reply
+
+
+def add_usage(result, response):
+    """Add one reply's tokens to the run's. A server that sends no count gets an estimate (4 characters a token,
+    marked "estimated"), so a token budget still holds. Returns what was added."""
+    usage = response.usage.model_dump(exclude_none=True) if response.usage else None
+    if not usage:
+        completion = len(json.dumps(assistant_message(response.choices[0].message))) // 4 + 1
+        prompt = len(json.dumps(result.messages)) // 4 + 1
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+                 "estimated": True}
+    for key in result.usage:
+        result.usage[key] += usage.get(key) or 0
+    return usage
 
 
 def fresh_ids(calls, used):
-    """Servers sometimes send an empty id, or one already used (within a reply or across turns): give those
-    calls a fresh id before anything refers to it, or the next request breaks the API's pairing rules.
-    used is the set of ids so far, kept up to date here (collecting it anew would cost a pass over the
-    whole conversation every step)."""
+    """Servers sometimes send an empty id, or one already used (within a reply or across turns): give those calls
+    a fresh id before anything refers to it, or the next request breaks the API's pairing rules."""
     for call in calls:
         if not call.id or call.id in used:
             call.id = f"call_{uuid.uuid4().hex[:24]}"
         used.add(call.id)
 
 
-def same_calls(calls, recent):
-    """Add this reply's calls to recent; return how many times in a row the latest call has now been made."""
-    recent += [(call.function.name, call.function.arguments) for call in calls]
-    count = 0
-    for call in reversed(recent):
-        if call != recent[-1]:
-            break
-        count += 1
-    return count
+def call_ids(messages):
+    """Every tool call id in a conversation."""
+    return {call["id"] for message in messages for call in message.get("tool_calls") or []}
 
 
-def add_usage(total, usage):
-    """Add one reply's token counts; some servers send none."""
-    for key in total:
-        total[key] += getattr(usage, key, 0) or 0
+def answered(settings, result, reply):
+    """Whether a reply without tool calls ends the run. An empty one gets one nudge, then the run ends incomplete."""
+    if not (reply.content or "").strip():
+        if settings.nudged:
+            raise Stop("incomplete", "the model gave an empty answer twice")
+        settings.nudged = True
+        result.messages.append({"role": "user", "content": EMPTY_ANSWER})
+        return False
+    result.answer = reply.content
+    return True
 
 
-def run_tools(calls, approve, result, limits, trace, told=None):
-    """Run one turn's calls at the same time; return their tool messages in call order, one per call id.
-    A call equal to told is not run: the model hears that it keeps making the same call."""
-    room = limits["max_tool_calls"] - result.tool_calls
-    result.tool_calls += len(calls)  # refused and rejected calls count too
+def run_tools(settings, result, calls):
+    """Run one turn's calls and answer every one of them: decide each in call order on this thread (a person
+    answers one question at a time), run those that may run at the same time, and when something ends the turn
+    early (a budget, the deadline, Ctrl-C), answer the rest with what happened."""
+    results, same, why = {}, {}, "error: not run"
+    try:
+        same, told = repeats(settings, calls)
+        for call, content, seconds in execute(settings, decide_all(settings, result, calls, same, told, results)):
+            results[call.id] = content
+            record_tool(settings, result, call.id, call.function, content, seconds)
+    except KeyboardInterrupt:
+        why = "error: interrupted before it finished"
+        raise
+    except (Stop, OutOfTime) as stop:
+        why = f"error: not finished: the run stopped ({getattr(stop, 'status', 'deadline')})"
+        raise
+    finally:
+        for call in calls:
+            first = same.get(call.id, call)  # a call that repeats an earlier one of this turn shares its result
+            results.setdefault(call.id, results.get(first.id, why))
+            result.messages.append({"role": "tool", "tool_call_id": call.id, "content": results[call.id]})
+        for call in calls:
+            if call.id in same or results[call.id] == why:
+                record_tool(settings, result, call.id, call.function, results[call.id])
+
+
+def repeats(settings, calls):
+    """Judge this turn's calls by meaning (the name and the parsed arguments: spacing does not count). Returns
+    (same, told): same maps a call to an earlier call of this turn that means the same (it runs once, and both get
+    its result); told holds the calls made in SAME_CALL_LIMIT turns in a row now, which are not run again. Raises
+    Stop("repeated") when a call goes on past that."""
+    firsts, same, told = {}, {}, set()
     for call in calls:
-        print(f"[{result.steps}] {call.function.name} {call.function.arguments}", flush=True)
-    # Checks and questions first, in order, on this thread: a person answers one question at a time.
-    over = f"error: not run: this run may make {limits['max_tool_calls']} tool calls, and they are used up."
-    again = (f"error: not run: you made this exact call {SAME_CALL_LIMIT} times in a row, and its result will "
-             "not change. Use the results you have, or try something else.")
-    decisions = [(None, over) if n >= room else (None, again) if (c.function.name, c.function.arguments) == told
-                 else check(c, approve) for n, c in enumerate(calls)]
+        key = meaning(call)
+        if key in firsts:
+            same[call.id] = firsts[key]
+        else:
+            firsts[key] = call
+    for key, call in firsts.items():
+        turns = 1 + next((n for n, turn in enumerate(reversed(settings.recent)) if key not in turn),
+                         len(settings.recent))
+        if turns > SAME_CALL_LIMIT:
+            raise Stop("repeated", f"the model made the same call in {turns} turns in a row: {key[0]} {key[1]}")
+        if turns == SAME_CALL_LIMIT:
+            told.add(call.id)
+    settings.recent.append(set(firsts))
+    return same, told
 
-    def timed(call, decision):
-        began, (args, error) = time.monotonic(), decision
-        content = error or execute(call.function.name, args)
-        record(trace, "tool", step=result.steps, id=call.id, name=call.function.name,
-               arguments=call.function.arguments, is_error=content.startswith("error:"), result=content,
-               seconds=round(time.monotonic() - began, 3))
-        return {"role": "tool", "tool_call_id": call.id, "content": content}
 
-    with ThreadPoolExecutor(max_workers=len(calls)) as pool:  # a slow call does not hold up the others
+def meaning(call):
+    """A call as (name, arguments in one spelling). Example: read_file '{"path":"a"}' -> ("read_file", '{"path": "a"}')"""
+    try:
+        return call.function.name, json.dumps(json.loads(call.function.arguments or "{}"), sort_keys=True)
+    except (ValueError, RecursionError):
+        return call.function.name, call.function.arguments
+
+
+def decide_all(settings, result, calls, same, told, results):
+    """Decide every call, in order, before any runs: returns [(call, action)] for those that will run; the others
+    get their result now (over the budget, made too often, refused, declined)."""
+    room = settings.limits.max_tool_calls - result.tool_calls
+    result.tool_calls += len(calls)  # refused, declined and repeated calls count too
+    actions = []
+    for number, call in enumerate(calls):
+        if settings.on_call:
+            settings.on_call(result.steps, call.function.name, call.function.arguments)
+        if call.id in same:
+            continue  # it runs as the earlier call it repeats
         try:
-            # a lone call runs right here: handing it to a thread and back costs more than it saves
-            return list((map if len(calls) == 1 else pool.map)(timed, calls, decisions))
-        except KeyboardInterrupt:
-            tools.kill_running()  # Ctrl-C: the commands go too, so the threads can end now
-            raise
+            if number >= room:
+                raise ToolError(f"not run: this run may make {settings.limits.max_tool_calls} tool calls, and "
+                                "they are used up.")
+            if call.id in told:
+                raise ToolError(f"not run: you made this exact call in {SAME_CALL_LIMIT} turns in a row, and its "
+                                "result will not change. Use the results you have, or try something else.")
+            actions.append((call, decide(settings, result, call)))
+        except ToolError as error:  # the budget, the contract, the guardrails or the person said no
+            results[call.id] = f"error: {error}"
+            record_tool(settings, result, call.id, call.function, results[call.id])
+    return actions
+
+
+def decide(settings, result, call):
+    """Everything decided before a call runs: its arguments against the contract, the plan under the guardrails,
+    and a person's yes when the plan needs one. Returns the action that runs it; raises ToolError."""
+    args = check_call(call.function.name, call.function.arguments)  # a call that breaks the contract never runs
+    action, question = plan(call.function.name, args, deadline(settings))
+    if question and not approved(settings.approve, question):
+        raise Declined(f"the user declined, so nothing was done ({question.splitlines()[-1]}). "
+                       "Try another way, or say what you need.")
+    return action
+
+
+def approved(approve, question):
+    """Ask the approver; anything but a plain True (an exception, None, no answer) means no."""
+    try:
+        return approve(question) is True
+    except Exception:
+        return False
+
+
+def outcome(call, action):
+    """The tool boundary: what a call returns, or the error its arguments caused, as text the model can act on;
+    and the seconds it took."""
+    began = time.monotonic()
+    try:
+        return action(), round(time.monotonic() - began, 3)
+    except ToolError as error:  # the guardrails said no at the last moment
+        return f"error: {error}", round(time.monotonic() - began, 3)
+    except Exception as error:  # the model's arguments made the tool fail (a missing file): the model hears of it
+        return f"error: {call.function.name} failed: {type(error).__name__}: {error}", round(time.monotonic() - began, 3)
+
+
+def execute(settings, actions):
+    """Run the calls that may run, all at the same time (a lone one right here), and hand back each result as it
+    comes in, until the run's deadline."""
+    if len(actions) == 1:
+        yield actions[0][0], *outcome(*actions[0])
+        return
+    pool = ThreadPoolExecutor(max_workers=max(len(actions), 1))
+    futures = {pool.submit(outcome, call, action): call for call, action in actions}
+    # a command stops itself at the deadline; a moment's grace lets its own result, saying what was killed, arrive
+    left = deadline(settings) - time.monotonic() + GRACE if settings.limits.deadline else None
+    try:
+        for future in as_completed(futures, timeout=left):
+            yield futures[future], *future.result()
+    except TimeoutError:
+        raise Stop("deadline", "the deadline passed while tools were running") from None
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def record_tool(settings, result, call_id, function, content, seconds=0.0):
+    """The trace record of one tool call. function is the call's function: an object or a dict."""
+    name, arguments = (function["name"], function["arguments"]) if isinstance(function, dict) else (
+        function.name, function.arguments)
+    settings.trace.record("tool", step=result.steps, id=call_id, name=name, arguments=arguments,
+                          is_error=content.startswith("error:"), result=content, seconds=seconds)
 
 
 def assistant_message(message):
@@ -215,46 +436,12 @@ def valid_json(text):
     try:
         json.loads(text)
         return text
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return "{}"
 
 
-def approved(approve, question):
-    """Ask the approver; anything but a plain True (an exception, None, no answer) means no."""
-    try:
-        return approve(question) is True
-    except Exception:
-        return False
-
-
-def check(call, approve):
-    """Everything decided before a call runs: its arguments against the contract, then a person if needed.
-    Returns (args, None) to run it, or (None, "error: ...") to send back instead."""
-    name = call.function.name
-    try:
-        args = check_call(name, call.function.arguments)  # a call that breaks the contract never runs
-        question = needs_approval(name, args)
-    except BadCall as error:
-        return None, f"error: {error}"
-    except Refused as error:
-        return None, f"error: refused: {error}"
-    except Exception as error:
-        return None, f"error: {name} failed: {type(error).__name__}: {error}"
-    if question and not approved(approve, question):
-        return None, (f"error: the user declined, so nothing was done: {question.splitlines()[-1]} "
-                      "Try another way, or say what you need.")
-    return args, None
-
-
-def execute(name, args):
-    """Run a checked call; every failure becomes an 'error: ...' result the model can read and act on."""
-    try:
-        return REGISTRY[name](**args)
-    except Refused as error:
-        return f"error: refused: {error}"
-    except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
-        return f"error: {name} failed: {type(error).__name__}: {error}"
-
+# ---------------------------------------------------------------------------------------------
+# The command line.
 
 def positive(kind):
     """An argparse type for a number above zero. Example: positive(int)("3") -> 3;  positive(int)("0") -> error"""
@@ -266,53 +453,99 @@ def positive(kind):
     return parse
 
 
-def main():
+def arguments(argv=None):
     parser = argparse.ArgumentParser(description="Run one task with a tool-calling model.")
     parser.add_argument("task", help="what you want done, in quotes")
     parser.add_argument("--backend", choices=BACKENDS, help="default: $BACKEND, else the first API key found, else demo")
     parser.add_argument("--model", help="default: $MODEL, else the backend's default model")
     parser.add_argument("--base-url", help="any OpenAI-compatible server (default: $BASE_URL, else the backend's)")
     parser.add_argument("--workspace", default=".", help="the folder the tools may touch (default: here)")
-    parser.add_argument("--yes", action="store_true", help="approve every command that would be asked about")
+    parser.add_argument("--yes", action="store_true", help="approve every command and write that would be asked about")
+    parser.add_argument("--sandbox", choices=("read-only", "workspace-write"),
+                        help="run commands inside bubblewrap (Linux): no network, no home folder, secrets hidden")
     parser.add_argument("--max-steps", type=positive(int), default=MAX_STEPS, help=f"model replies (default {MAX_STEPS})")
-    parser.add_argument("--max-tool-calls", type=positive(int), default=LIMITS["max_tool_calls"],
-                        help=f"tool calls, refused ones included (default {LIMITS['max_tool_calls']})")
+    parser.add_argument("--max-tool-calls", type=positive(int), default=MAX_TOOL_CALLS,
+                        help=f"tool calls, refused ones included (default {MAX_TOOL_CALLS})")
     parser.add_argument("--max-tokens", type=positive(int), help="tokens, as the provider counts them (default: no limit)")
-    parser.add_argument("--deadline", type=positive(float), metavar="SECONDS", help="wall-clock time (default: no limit)")
-    parser.add_argument("--trace", metavar="FILE", help="write a JSONL trace of the run to FILE")
+    parser.add_argument("--deadline", type=positive(float), metavar="SECONDS",
+                        help="wall-clock time for the whole run, from the start (default: no limit)")
+    parser.add_argument("--trace", metavar="FILE", help="append a JSONL trace of the run to FILE")
     parser.add_argument("--stream", action="store_true", help="print the model's text as it arrives")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if not args.task.strip():
         parser.error("the task is empty: say what you want done")
     if not Path(args.workspace).is_dir():
         parser.error(f"--workspace {args.workspace}: no such directory")
-    tools.WORKSPACE = Path(args.workspace).resolve()
-    approve = (lambda question: True) if args.yes else ask_user
-    limits = {"max_steps": args.max_steps, "max_tool_calls": args.max_tool_calls, "max_tokens": args.max_tokens,
-              "deadline": args.deadline}
+    return args
+
+
+def say(text="", end="\n"):
+    """Print to standard output what came from a model or a file, made visible. A reader that went away
+    (`| head -c 1`) ends the run cleanly, as output_error."""
+    try:
+        sys.stdout.write(visible(text) + end)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # later writes, and Python's exit, stay quiet
+        raise Stop("output_error", "standard output was closed before the run ended") from None
+
+
+def note(text):
+    print(f"note: {visible(text)}", file=sys.stderr, flush=True)
+
+
+def catch_signals():
+    """SIGTERM and SIGHUP end the run the way Ctrl-C does: status interrupted, every command killed, the trace
+    closed. A second signal while the run closes is noted, not obeyed. Returns the list of signals received."""
+    received = []
+
+    def handler(number, frame):
+        received.append(number)
+        if len(received) == 1:
+            raise KeyboardInterrupt
+
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), handler)
+    return received
+
+
+def main(argv=None):
+    started = time.monotonic()  # --deadline counts from here: before the model's client is even imported
+    args = arguments(argv)
+    guards.WORKSPACE = Path(args.workspace).resolve()
+    if args.sandbox and (problem := shell.sandbox_problem()):
+        sys.exit(f"error: {problem}")
+    shell.SANDBOX = args.sandbox
+    shell.hide_this_process()
     try:
         backend = choose(args.backend, args.model, args.base_url)
-        trace = open(args.trace, "w", encoding="utf-8") if args.trace else None
-    except (BackendError, OSError) as error:
-        sys.exit(f"error: {error}")
-    on_text = (lambda text: print(text, end="", flush=True)) if args.stream else None
-    result = run(args.task, backend, approve, limits, trace, on_text=on_text)
-    if trace:
-        trace.close()
-    report(result, streamed=args.stream)
-    sys.exit(EXIT_CODES[result.status])
+    except BackendError as error:
+        sys.exit(f"error: {visible(str(error))}")
+    received = catch_signals()
+    result = run(args.task, backend=backend, approve=(lambda question: True) if args.yes else ask_user,
+                 limits=Limits(args.max_steps, args.max_tool_calls, args.max_tokens, args.deadline), trace=args.trace,
+                 on_text=(lambda text: say(text, end="")) if args.stream else None,
+                 on_call=lambda step, name, arguments: say(f"[{step}] {name} {arguments}"), on_note=note,
+                 started=started)
+    try:
+        report(result, streamed=args.stream)
+    except Stop as stop:
+        result.status, result.error = stop.status, stop.error
+        print(f"error: {stop.error}", file=sys.stderr)
+    sys.exit(SIGNAL_EXIT.get(received[0], 130) if received else EXIT_CODES[result.status])
 
 
 def report(result, streamed=False):
-    """Print how the run ended: the answer (unless it was streamed), or the error, and a one-line summary."""
+    """Print how the run ended: the answer (unless it was streamed), why it stopped, and a one-line summary."""
     if streamed and result.answer:
-        print()  # the answer is on screen already; end its line
+        say()  # the answer is on screen already; end its line
+    if result.status != "answered":
+        say(f"stopped: {result.status.replace('_', ' ')}")
     if result.error:
-        print(f"error: {result.error}", file=sys.stderr)
-    elif result.status != "answered":
-        print(f"stopped: {result.status.replace('_', ' ')}")
+        print(f"error: {visible(result.error)}", file=sys.stderr)
     if result.answer and not streamed:
-        print(result.answer)
+        say(result.answer)
     print(f"{result.status}: {result.steps} steps, {result.tool_calls} tool calls, "
           f"{result.usage['total_tokens']} tokens, {result.seconds:.1f} s", file=sys.stderr)
 

@@ -1,0 +1,240 @@
+"""Run one command the guarded way: in the workspace, with a clean environment, a timeout, output capped while it
+is read, and the whole process tree killed when it ends, when its time is up, or when the harness dies.
+
+Try:  python -c "import shell; print(shell.run(['sh', '-c', 'sleep 99 & echo started']))"
+On Linux every command runs under a small supervisor (this file: `python shell.py --supervise PID -- CMD...`)
+that adopts whatever the command leaves behind, even processes that started a session of their own, and kills
+it all when the command ends or times out, and when the harness dies, even by `kill -9`. With SANDBOX set, the
+command runs inside bubblewrap instead: no network, no home folder, secret files hidden, nothing else in sight.
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+TIMEOUT = 10  # seconds a command may run before it and everything it started are killed
+MAX_OUTPUT = 1_000_000  # bytes a command may print before it is stopped: `yes` must not fill memory
+SANDBOX = None  # None, "read-only" or "workspace-write": harness.py --sandbox sets it (Linux, bubblewrap)
+SUPERVISED = sys.platform.startswith("linux")  # prctl() exists only there; elsewhere the process group is killed
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36  # from <linux/prctl.h>
+# Windows has no process groups as such: a new process group there lets taskkill /T end the whole tree.
+NEW_GROUP = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {"start_new_session": True}
+RUNNING = set()  # commands running now, so that Ctrl-C or a signal can end them too
+# What a sandboxed command sees of the system, read-only; the workspace is added, and nothing from your home.
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/opt", "/etc/alternatives", "/etc/ssl",
+                  "/etc/ca-certificates", "/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group",
+                  "/etc/nsswitch.conf", "/etc/resolv.conf", sys.base_prefix)
+
+
+def run(argv, cwd, env, keep=4000, deadline=None):
+    """Run argv in cwd and return its exit code and output: at most `keep` characters of it, with a note saying
+    how much was cut. It is stopped after TIMEOUT seconds, or at `deadline` (a time.monotonic()) if sooner."""
+    timeout = TIMEOUT
+    seconds = min(timeout, deadline - time.monotonic()) if deadline else timeout
+    process = subprocess.Popen(wrapped(argv, cwd), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **NEW_GROUP)
+    RUNNING.add(process)
+    kept, printed = bytearray(), 0
+
+    def read_output():  # reads while the command runs, keeping only what fits
+        nonlocal printed
+        for chunk in iter(lambda: process.stdout.read1(65536), b""):
+            printed += len(chunk)
+            kept.extend(chunk[:keep - len(kept)])
+            if printed > MAX_OUTPUT:
+                stop(process)
+                return
+
+    reader = threading.Thread(target=read_output, daemon=True)
+    reader.start()
+    try:
+        code = process.wait(max(seconds, 0))
+    except subprocess.TimeoutExpired:
+        code = None
+    stop(process)  # also ends whatever it left running in the background, like `sleep 999 &`
+    reader.join(1)  # the rest of the output, already in the pipe
+    RUNNING.discard(process)
+    output = kept.decode("utf-8", errors="replace")
+    cut = f"\n[... {printed - len(kept)} more bytes cut]" if printed > len(kept) else ""
+    return f"{status(code, printed, seconds, timeout)}\n{output}{cut}"
+
+
+def status(code, printed, seconds, timeout):
+    """The first line of a result: how the command ended, truthfully, and what was killed."""
+    killed = ("the command and everything it started were killed" if SUPERVISED or SANDBOX or os.name == "nt"
+              else "the command's process group was killed; a process that left it may still run")
+    if printed > MAX_OUTPUT:
+        return f"stopped after printing {MAX_OUTPUT} bytes; {killed}"
+    if code is None and seconds < timeout:
+        return f"error: stopped after {max(seconds, 0):.1f} s at the run's deadline; {killed}"
+    if code is None:
+        return f"error: timed out after {timeout} s; {killed}"
+    return f"exit code {code}"
+
+
+def wrapped(argv, cwd):
+    """What really starts: the sandbox around the command, or the supervisor (Linux), or the command itself."""
+    if SANDBOX:
+        return sandboxed(argv, cwd)
+    if SUPERVISED:
+        return [sys.executable, "-I", "-S", __file__, "--supervise", str(os.getpid()), "--", *argv]
+    return argv
+
+
+def stop(process):
+    """End a command and everything it started: its supervisor kills the tree (Linux); elsewhere, its process
+    group (on Windows, its process tree)."""
+    if process.poll() is None and SUPERVISED and not SANDBOX:
+        process.terminate()  # the supervisor kills every process below it, then exits
+        try:
+            process.wait(1)
+        except subprocess.TimeoutExpired:
+            pass
+    if os.name == "nt":
+        subprocess.run(["taskkill", "/F", "/T", "/PID", str(process.pid)], capture_output=True)
+        return
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # already gone
+
+
+def stop_all():
+    """End every command still running, and everything they started (Ctrl-C, SIGTERM, the end of a run)."""
+    for process in list(RUNNING):
+        stop(process)
+
+
+def shell_argv(command):
+    """How a command a person approved runs: through the shell (cmd.exe on Windows)."""
+    if os.name == "nt":
+        return [os.environ.get("COMSPEC", "cmd.exe"), "/d", "/c", command]
+    return [shutil.which("sh", path=os.environ.get("PATH")) or "/bin/sh", "-c", command]
+
+
+def sandboxed(argv, cwd):
+    """argv inside bubblewrap: system folders read-only, the workspace read-write or read-only as SANDBOX says,
+    its secret files (and files with other names) hidden behind empty ones, no network, no home folder, and
+    the harness's own processes and environment out of sight. It dies with the harness (--die-with-parent)."""
+    import guards  # the secret rules live there
+
+    mount = "--bind" if SANDBOX == "workspace-write" else "--ro-bind"
+    args = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--proc", "/proc", "--dev", "/dev",
+            "--tmpfs", "/tmp", "--setenv", "HOME", "/tmp"]
+    for folder in SYSTEM_FOLDERS:
+        args += ["--ro-bind-try", folder, folder]
+    args += [mount, str(cwd), str(cwd)]
+    for hidden in hidden_files(Path(cwd), guards):
+        args += ["--tmpfs" if hidden.is_dir() else "--ro-bind", *([] if hidden.is_dir() else ["/dev/null"]),
+                 str(hidden)]
+    return [*args, "--chdir", str(cwd), "--", *argv]
+
+
+def hidden_files(root, guards):
+    """The files and folders a sandboxed command must not read: secrets, and files with more than one name."""
+    found = []
+    for folder, folders, files in os.walk(root):
+        for name in folders + files:
+            path = Path(folder, name)
+            relative = path.relative_to(root)
+            if guards.is_secret(relative) or guards.is_secret(relative / "x"):  # "x": anything inside .git, .ssh
+                found.append(path)
+            elif name in files and not path.is_symlink() and path.stat().st_nlink > 1:
+                found.append(path)
+        folders[:] = [name for name in folders if Path(folder, name) not in found]
+    return found
+
+
+def sandbox_problem():
+    """None when bubblewrap can run a command here, else why not (in words a person can act on)."""
+    if not sys.platform.startswith("linux"):
+        return "--sandbox uses bubblewrap, which runs only on Linux; on this system approved commands run unconfined"
+    if shutil.which("bwrap") is None:
+        return "--sandbox needs bubblewrap: install it (Debian, Ubuntu: sudo apt install bubblewrap)"
+    tried = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"],
+                           capture_output=True, text=True)
+    if tried.returncode != 0:
+        return f"bubblewrap cannot start a sandbox here ({tried.stderr.strip()}); it needs user namespaces"
+    return None
+
+
+def hide_this_process():
+    """Make this process's memory and environment unreadable to the commands it starts (Linux, not as root):
+    an approved `cat /proc/$PPID/environ` would otherwise show the harness's API key."""
+    if SUPERVISED:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# The supervisor: a process between the harness and each command (Linux only).
+
+def supervise(harness, argv):
+    """Run argv as a child, adopt every process below it that loses its parent (a subreaper), and kill them all
+    when the command ends, or when SIGTERM comes: from the harness at a timeout, or from the kernel when the
+    harness dies (the parent-death signal)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    signal.signal(signal.SIGTERM, lambda *_: end(143))
+    if os.getppid() != harness:
+        end(143)  # the harness died before the parent-death signal was set
+    child = os.fork()
+    if child == 0:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        try:
+            os.execvp(argv[0], argv)
+        except OSError as error:
+            print(f"{argv[0]}: {error.strerror}", file=sys.stderr)
+            os._exit(127)
+    while True:
+        pid, code = os.waitpid(-1, 0)  # also reaps the orphans this process adopted
+        if pid == child:
+            end(os.waitstatus_to_exitcode(code))
+
+
+def end(code):
+    """Kill every process below this one, again and again until none is left (an orphan comes up to this
+    process as its parent dies), then exit."""
+    while below := descendants(os.getpid()):
+        for pid in below:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            pass
+    os._exit(code if code >= 0 else 128 - code)
+
+
+def descendants(root):
+    """The process ids below root, read from /proc."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])  # "pid (name) state ppid ..."
+        except (ValueError, OSError, IndexError):
+            continue
+    found, frontier = [], [root]
+    while frontier:
+        children = [pid for pid, parent in parents.items() if parent in frontier and pid not in found]
+        found += children
+        frontier = children
+    return found
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["--supervise"] or sys.argv[3:4] != ["--"]:
+        sys.exit(__doc__)
+    supervise(int(sys.argv[2]), sys.argv[4:])

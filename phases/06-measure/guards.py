@@ -1,0 +1,356 @@
+"""The guardrails: which paths the tools may touch, which files are secrets, which commands may run without
+asking, and how anything a model or a file wrote is shown to a person.
+
+Try:  python -c "import guards; print(guards.plain_command('grep -n def tools.py'))"
+Every rule here is positive: a path is allowed when it stays inside WORKSPACE and is not a secret; a command
+runs without asking when its program, each of its options and each of its operands is on a known-safe list.
+Anything else asks a person, and a secret file is refused whoever asks.
+"""
+import fnmatch
+import functools
+import os
+import re
+import shlex
+import shutil
+import stat
+import subprocess
+from pathlib import Path, PurePath
+
+WORKSPACE = Path.cwd()  # the only folder the tools may touch; harness.py --workspace changes it
+# Credential files, by name or by the end of their path: what ssh-keygen, git's credential store, the AWS, Azure,
+# Google Cloud, Kubernetes and Docker command lines, npm, pip, cargo, gem, composer and Terraform write, and the
+# file signatures secret scanners match on (gitrob, shhgit). Inside .git: its config can carry a token in a
+# remote's URL, and its objects hold every version of every file, secrets included.
+SECRET_FILES = (
+    ".env", ".env.*", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.ppk", "*.kdbx",
+    "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", "_netrc", ".git-credentials", ".pgpass",
+    ".my.cnf", ".npmrc", ".yarnrc.yml", ".pypirc", "pip.conf", ".s3cfg", ".vault-token", ".terraformrc",
+    "credentials.tfrc.json", "*.tfstate", "*.tfvars", "kubeconfig", "auth.json", ".htpasswd",
+    "application_default_credentials.json", ".aws/credentials", ".aws/config", ".docker/config.json",
+    ".kube/config", ".config/gcloud/*", ".azure/*", ".config/gh/hosts.yml", ".gem/credentials",
+    ".cargo/credentials*", ".ssh/*", ".gnupg/*", ".git/*",
+)
+NOT_SECRET = (".env.example", ".env.sample", ".env.template")  # templates with empty values
+# Programs that run without asking, and the options each may take; anything else asks. "=" marks an option that
+# takes a value (attached, or the next word); "-NUM" allows head -5. Operands are files, checked like paths,
+# except echo's words and grep's pattern.
+SAFE_COMMANDS = {
+    "ls": "-a -A -l -h -1 -t -r -S -d -F -p -R -s -i -n --all --almost-all --human-readable --reverse --recursive",
+    "cat": "-n -b -s -A -E -T -v --number --number-nonblank --squeeze-blank --show-all",
+    "head": "-NUM -n= -c= -q -v --lines= --bytes= --quiet --verbose",
+    "tail": "-NUM -n= -c= -q -v --lines= --bytes= --quiet --verbose",
+    "wc": "-l -w -c -m -L --lines --words --bytes --chars --max-line-length",
+    "grep": "-n -i -v -c -l -L -w -x -o -h -H -F -E -G -s -e= -m= -A= -B= -C= --line-number --ignore-case "
+            "--invert-match --count --files-with-matches --word-regexp --fixed-strings --extended-regexp "
+            "--regexp= --max-count= --after-context= --before-context= --context=",
+    "pwd": "",
+    "echo": "-n",
+}
+# The read-only git subcommands and their options. Their operands are revisions (which must name commits) and
+# paths; secret files are left out of every diff they print.
+SAFE_GIT = {
+    "status": "-s -b --short --branch --long --porcelain --untracked-files=",
+    "log": "-NUM -n= -p -u -i --max-count= --oneline --stat --shortstat --name-only --name-status --patch "
+           "--graph --decorate --reverse --no-merges --first-parent --all --since= --until= --author= --grep=",
+    "diff": "-U= -w -b --unified= --stat --shortstat --numstat --name-only --name-status --cached --staged "
+            "--ignore-all-space --ignore-space-change --word-diff",
+    "show": "-p -s --patch --no-patch --stat --shortstat --name-only --name-status --oneline",
+}
+# The only keys a repository's own .git/config may hold for git to run without asking: none of them makes git
+# run a program (hooks, fsmonitor, pagers, diff drivers, filters, ...) or read elsewhere (include, alternates).
+SAFE_GIT_CONFIG = (
+    "core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates", "core.ignorecase",
+    "core.precomposeunicode", "core.symlinks", "core.autocrlf", "core.eol", "core.safecrlf", "core.quotepath",
+    "remote.*.url", "remote.*.pushurl", "remote.*.fetch", "remote.*.tagopt", "branch.*.remote", "branch.*.merge",
+    "branch.*.rebase", "user.name", "user.email", "init.defaultbranch", "pull.rebase", "gc.auto",
+)
+SHELL_SYNTAX = set(";&|<>`$(){}[]*?!\\\n\r")  # the shell would interpret these (and ~ starting a word)
+REVISION = re.compile(r"[\w./@{}~^-]+")  # HEAD~2, main..feature, v1.0^{commit}
+SECRET_NAME = re.compile("|".join(fnmatch.translate(p) for p in SECRET_FILES if "/" not in p))  # one match a name
+SECRET_TAIL = re.compile("|".join(fnmatch.translate(p) for p in SECRET_FILES if "/" in p))
+SECRET_VARIABLE = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE", re.IGNORECASE)
+SECRET_VALUE = re.compile(r"://[^/\s:@]*:[^/\s@]+@|^(?!/)(?=.*\d)(?=.*[A-Za-z])[\w.+/=-]{24,}$")  # u:pw@, tokens
+
+
+class ToolError(Exception):
+    """A call that will not run as asked. The harness sends the model "error: " and the message, which says why
+    and what to do instead: one convention for every tool, guard and check."""
+
+
+class Refused(ToolError):
+    """A call the guardrails will not run, whoever approves it."""
+
+    def __str__(self):
+        return f"refused: {super().__str__()}"
+
+
+def visible(text, keep="\n\t"):
+    """Text as it is safe to show a person: control characters (escape sequences, carriage returns, backspaces,
+    direction overrides) spelled out as Python writes them, so nothing a model or a file wrote can move the cursor
+    or redraw the screen. Line breaks and tabs are kept unless keep says otherwise.
+
+    Example: visible("ok\\x1b[2J\\r") -> "ok\\\\x1b[2J\\\\r" (shown as ok\\x1b[2J\\r);  visible("a\\nb", keep="") -> "a\\\\nb"
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in text)
+
+
+def is_secret(path):
+    """Example: is_secret("config/.env.local") -> True;  is_secret("home/.aws/credentials") -> True;
+    is_secret(".env.example") -> False;  is_secret("notes.txt") -> False"""
+    parts = PurePath(path).parts
+    if not parts or parts[-1] in NOT_SECRET:
+        return False
+    # ".aws/credentials" matches home/.aws/credentials: a pattern with a / is matched against each tail of the path
+    return bool(SECRET_NAME.match(parts[-1]) or any(SECRET_TAIL.match("/".join(parts[i:]))
+                                                     for i in range(len(parts) - 1)))
+
+
+def inside_workspace(path):
+    """The real location of a path the model gave; refused if it leaves WORKSPACE or is a secret file.
+
+    Example (WORKSPACE is /work): "notes/a.txt" -> /work/notes/a.txt;  "../etc/passwd" -> Refused
+    """
+    root = real_root()
+    full = (root / path).resolve()  # resolve() follows symlinks, so a link cannot lead out
+    if not full.is_relative_to(root):
+        raise Refused(f"{path} is outside the workspace; use paths inside {WORKSPACE}")
+    if is_secret(path) or is_secret(full.relative_to(root)):
+        raise Refused(f"{path} is a secret file, and the model may not read credentials")
+    return full
+
+
+@functools.lru_cache(maxsize=8)
+def resolved_root(workspace):
+    return workspace.resolve()
+
+
+def real_root():
+    """WORKSPACE with its links followed (kept: resolving it again on every call would cost a third of a read)."""
+    return resolved_root(WORKSPACE)
+
+
+def open_file(path):
+    """Open a workspace file for reading, and check what was opened, not only what was named: a regular file (not
+    a pipe that would block), with no other name (a hard link can be a secret under another name), still inside
+    the workspace once opened (a link swapped in after the check does not count). Returns a binary file."""
+    full = inside_workspace(path)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        file = os.fdopen(os.open(full, flags), "rb")
+    except OSError as error:
+        raise Refused(f"{path} cannot be opened: {error.strerror}") from None
+    info = os.fstat(file.fileno())
+    opened = f"/proc/self/fd/{file.fileno()}"
+    problem = (None if stat.S_ISREG(info.st_mode) else "is not a regular file (a folder, a pipe or a device)") or \
+              (None if info.st_nlink == 1 else "has other names (hard links), so it may be a secret by another name")
+    if problem is None and os.path.exists(opened):  # Linux knows which file the descriptor really is
+        real, root = Path(os.readlink(opened)), real_root()
+        if real != full and (not real.is_relative_to(root) or is_secret(real.relative_to(root))):
+            problem = "changed after it was checked (a link was swapped in), so it was not read"
+    if problem:
+        file.close()
+        raise Refused(f"{path} {problem}")
+    return file
+
+
+def plain_command(command):
+    """The argument list of a command that may run without asking, else None: a program on SAFE_COMMANDS (or a
+    read-only git command, see plain_git), found on search_path(), with only the options listed for it, no shell
+    syntax, and every operand a file or folder inside the workspace. Refuses a command naming a secret file.
+
+    Example: plain_command("grep -n def tools.py") -> ["/usr/bin/grep", "-n", "def", "tools.py"];
+             plain_command("grep -r KEY .") -> None;  plain_command("cat .env") -> Refused
+    """
+    refuse_secrets(command)
+    if any(char in SHELL_SYNTAX for char in command):
+        return None
+    try:
+        words = shlex.split(command)  # quotes work as in the shell: cat 'my notes.txt'
+    except ValueError:  # unbalanced quotes
+        return None
+    if not words or not (words[0] in SAFE_COMMANDS or words[0] == "git") or any(w.startswith("~") for w in words):
+        return None
+    program = shutil.which(words[0], path=search_path())
+    if program is None:
+        return None
+    args = plain_git(words[1:]) if words[0] == "git" else plain_args(words[0], words[1:])
+    return None if args is None else [program, *args]
+
+
+def refuse_secrets(command):
+    """Refuse a command that names a secret file, as the shell would read its words: `cat .env`,
+    `cat .e""nv` (the shell joins the quotes away), `git show HEAD:.env`, or a link whose real file is a secret."""
+    words = re.findall(r"[^\s;&|<>()`'\"=:]+", command)
+    try:
+        words += shlex.split(command)
+    except ValueError:  # unbalanced quotes: the shell would refuse it too
+        pass
+    for word in words:
+        if secret_path(word):
+            raise Refused(f"{word} is a secret file, and the model may not read credentials")
+
+
+def secret_path(word):
+    """True when a word names a secret, by its own name or, links followed, by the file it leads to."""
+    real, root = resolved(word), real_root()
+    return is_secret(word) or is_secret(real.relative_to(root) if real.is_relative_to(root) else real)
+
+
+def resolved(word):
+    return (real_root() / word).resolve()
+
+
+def within(word):
+    """True when a word, taken as a path, stays inside the workspace (links followed)."""
+    return resolved(word).is_relative_to(real_root())
+
+
+def plain_args(program, words):
+    """The arguments, when every option is on the program's list and every file operand is a plain path."""
+    parsed = parse_options(SAFE_COMMANDS[program], words)
+    if parsed is None:
+        return None
+    used, _, operands, after_dashes = parsed
+    if program == "grep" and operands and not used & {"-e", "--regexp"}:
+        operands = operands[1:]  # the pattern
+    files = [] if program in ("echo", "pwd") else operands + after_dashes
+    return words if all(plain_path(word) for word in files) else None
+
+
+def parse_options(allowed, words):
+    """Split words by a program's option list into (option names used, option words, operands, operands after
+    --), or None when an option is not on the list.
+
+    Example: parse_options("-n= -v", ["-vn", "5", "a.txt"]) -> ({"-v", "-n"}, ["-vn", "5"], ["a.txt"], [])
+    """
+    allowed = allowed.split()
+    takes_value = {option[:-1] for option in allowed if option.endswith("=")}
+    used, option_words, operands, words = set(), [], [], list(words)
+    while words:
+        word = words.pop(0)
+        if word == "--":
+            return used, option_words, operands, words
+        if word == "-" or not word.startswith("-"):
+            operands.append(word)
+            continue
+        names = option_names(word, allowed, takes_value)
+        if names is None:
+            return None
+        wants_value = names[-1] in takes_value and not word.startswith("--") and word.endswith(names[-1][1:])
+        if (wants_value or (names[-1] in takes_value and "=" not in word and word.startswith("--"))) and words:
+            word = f"{word} {words.pop(0)}"  # the value is the next word: keep them together
+        elif wants_value or (names[-1] in takes_value and "=" not in word and word.startswith("--")):
+            return None  # a value is missing
+        used.update(names)
+        option_words += word.split(" ", 1)
+    return used, option_words, operands, []
+
+
+def option_names(word, allowed, takes_value):
+    """The options one word holds, or None if one is not allowed. Example: "-vn5" -> ["-v", "-n"] (5 is -n's value)"""
+    if word.startswith("--"):
+        name = word.split("=", 1)[0]
+        return [name] if name in takes_value or (name in allowed and "=" not in word) else None
+    if word[1:].isdigit():
+        return ["-NUM"] if "-NUM" in allowed else None
+    names = []
+    for letter in word[1:]:
+        names.append(f"-{letter}")
+        if names[-1] in takes_value:
+            return names  # the rest of the word is its value
+        if names[-1] not in allowed:
+            return None
+    return names
+
+
+def plain_path(word):
+    """True when a command may open this operand without asking: inside the workspace through no link leading out,
+    and, when it exists, a folder or a regular file with one name (secrets were refused already)."""
+    if not within(word):
+        return False
+    try:
+        info = os.stat(resolved(word))
+    except OSError:
+        return True  # not there: the program will say so
+    return stat.S_ISDIR(info.st_mode) or (stat.S_ISREG(info.st_mode) and info.st_nlink == 1)
+
+
+def plain_git(words):
+    """The arguments for a read-only git command that the repository here cannot turn against you, else None.
+    It runs on this workspace's own .git only (git_env), with hooks and fsmonitor off, when safe_repository()
+    says its config is plain; revisions must name commits (a blob's id would print any file); and a diff leaves
+    out every secret file, in history too.
+
+    Example: ["log", "-p", "-2"] -> ["--no-pager", "-c", ..., "log", "-p", "-2", "--", ".", ":(exclude,glob)**/.env", ...]
+    """
+    if not words or words[0] not in SAFE_GIT or not safe_repository():
+        return None
+    parsed = parse_options(SAFE_GIT[words[0]], words[1:])
+    if parsed is None:
+        return None
+    used, options, operands, paths = parsed
+    revisions = [word for word in operands if not (WORKSPACE / word).exists()]
+    paths = [word for word in operands if word not in revisions] + paths
+    if not all(git_revision(word) for word in revisions) or not all(plain_path(path) for path in paths):
+        return None
+    if words[0] in ("diff", "show") or used & {"-p", "-u", "--patch"}:  # it prints what files hold
+        paths = (paths or ["."]) + [f":(exclude,glob)**/{pattern}" for pattern in SECRET_FILES]
+    return ["--no-pager", "-c", f"core.hooksPath={os.devnull}", "-c", "core.fsmonitor=false", words[0], *options,
+            *revisions, "--", *paths]
+
+
+def git_revision(word):
+    """True when word names commits: HEAD~1, main..topic, or rev:path naming a file that is no secret."""
+    revision, colon, path = word.partition(":")
+    if colon and path and not (within(path) and plain_path(path)):
+        return False
+    parts = [part for part in re.split(r"\.\.\.?", revision) if part] or ["HEAD"]
+    return all(REVISION.fullmatch(part) and not part.startswith("-") and git_ok("rev-parse", "--verify", "--quiet",
+               "--end-of-options", f"{part}^{{commit}}") for part in parts)
+
+
+def safe_repository():
+    """True when WORKSPACE is the top of a git repository whose own files cannot make git run a program or read
+    elsewhere: .git is a real folder here, objects are not borrowed from elsewhere, and its config holds only keys
+    on SAFE_GIT_CONFIG."""
+    git_dir = WORKSPACE / ".git"
+    if git_dir.is_symlink() or not git_dir.is_dir():
+        return False
+    if (git_dir / "commondir").exists() or (git_dir / "objects" / "info" / "alternates").exists():
+        return False
+    listed = subprocess.run(["git", "config", "--no-includes", "--file", str(git_dir / "config"), "--name-only",
+                             "--list"], env=git_env(), capture_output=True, text=True)
+    keys = listed.stdout.lower().split()
+    return listed.returncode == 0 and all(any(fnmatch.fnmatchcase(k, p) for p in SAFE_GIT_CONFIG) for k in keys)
+
+
+def git_ok(*args):
+    return subprocess.run(["git", *args], env=git_env(), capture_output=True).returncode == 0
+
+
+def git_env():
+    """git's environment: this workspace's repository and nothing else (no global or system config, no
+    repository above it), no pager, no prompts, no lock files taken by a read."""
+    return {**command_env(), "GIT_DIR": str(WORKSPACE / ".git"), "GIT_WORK_TREE": str(WORKSPACE),
+            "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_ATTR_NOSYSTEM": "1",
+            "GIT_OPTIONAL_LOCKS": "0", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "GIT_NO_REPLACE_OBJECTS": "1"}
+
+
+def search_path():
+    """PATH without the entries a workspace could plant a program in: relative ones (an empty entry means the
+    current folder) and any inside the workspace. Example: "bin:/usr/bin::/work/tools" -> "/usr/bin" """
+    entries = os.environ.get("PATH", os.defpath).split(os.pathsep)
+    return os.pathsep.join(p for p in entries if p and Path(p).is_absolute() and not within(p))
+
+
+def command_env(argv=None):
+    """The environment a command runs with: PATH from search_path(), and no variable whose name or value looks
+    like a secret (an API key, a token, a URL with a password in it). git gets git_env().
+    Example: DATABASE_URL=postgres://me:pw@db/app is dropped, HOME and LANG are kept."""
+    if argv and Path(argv[0]).name in ("git", "git.exe"):
+        return git_env()
+    env = {name: value for name, value in os.environ.items()
+           if not SECRET_VARIABLE.search(name) and not SECRET_VALUE.search(value) and not name.startswith("GIT_")}
+    return {**env, "PATH": search_path()}

@@ -1,0 +1,153 @@
+"""Every fault ends in a status, on time, with a valid history and a complete trace: a provider that misbehaves,
+an interruption at the worst moment, a trace file shared or full, a reader that goes away. Real processes, a
+real server; each test runs against every checkpoint from the phase that introduced what it checks."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from helpers import clean_env, groq_env, run_python, scripted_backend
+
+PHASE = 4
+
+
+def calls(*pairs):
+    return {"tool_calls": [{"name": name, "arguments": args, "id": f"call_{n}"} for n, (name, args) in enumerate(pairs)]}
+
+
+def records(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture
+def harness(load):
+    return load("harness")
+
+
+def continues(harness, server, result):
+    """The conversation a run left behind is one the strict server accepts: it can be continued."""
+    server.push("Continued.")
+    later = harness.run("Go on", backend=scripted_backend(server), history=result.messages)
+    assert later.status == "answered" and later.answer == "Continued.", later.error
+
+
+def test_an_interruption_at_an_approval_leaves_a_history_that_continues(harness, server, tmp_path):
+    """Ctrl-C at the second of three questions: every call of the turn is answered, in the conversation and in
+    the trace, so run(..., history=result.messages) goes on."""
+    server.push(calls(*[("run_shell", {"command": f"touch f{n}"}) for n in range(3)]))
+    asked = []
+
+    def approve(question):
+        asked.append(question)
+        if len(asked) == 2:
+            raise KeyboardInterrupt
+        return False
+
+    result = harness.run("Touch", backend=scripted_backend(server), approve=approve, trace=tmp_path / "t.jsonl")
+    assert result.status == "interrupted"
+    assert [m.get("tool_call_id") for m in result.messages[-3:]] == ["call_0", "call_1", "call_2"]
+    traced = [r["id"] for r in records(tmp_path / "t.jsonl") if r["type"] == "tool"]
+    assert sorted(traced) == ["call_0", "call_1", "call_2"] and records(tmp_path / "t.jsonl")[-1]["type"] == "end"
+    continues(harness, server, result)
+
+
+def test_ctrl_c_while_tools_run_leaves_a_history_that_continues(harness, server, workspace):
+    """Ctrl-C while two commands run: both calls get a result saying they were interrupted; the run continues."""
+    server.push(calls(("run_shell", {"command": "sleep 5"}), ("run_shell", {"command": "sleep 6"})))
+    threading.Timer(1, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    result = harness.run("Sleep", backend=scripted_backend(server), approve=lambda q: True)
+    assert result.status == "interrupted" and result.seconds < 3, result
+    assert all("interrupted" in m["content"] for m in result.messages[-2:]), result.messages[-2:]
+    continues(harness, server, result)
+
+
+def test_the_deadline_stops_a_running_tool_and_the_history_continues(harness, server):
+    """An approved `sleep 30` under a 2 s deadline: stopped at the deadline, its call answered, the run over."""
+    server.push(calls(("run_shell", {"command": "sleep 30"})))
+    started = time.monotonic()
+    result = harness.run("Sleep", backend=scripted_backend(server), approve=lambda q: True,
+                         limits=harness.Limits(deadline=2))
+    assert result.status == "deadline" and time.monotonic() - started < 3, result
+    assert "deadline" in result.messages[-1]["content"], result.messages[-1]
+    continues(harness, server, result)
+
+
+@pytest.mark.parametrize("stream", [[], ["--stream"]], ids=["plain", "stream"])
+def test_a_server_that_trickles_for_ever_meets_the_deadline(workspace, server, stream, code_dir):
+    """--deadline 3 against a server that sends a byte at a time for ever: status deadline within 4 s."""
+    if stream and not (code_dir / "harness.py").read_text().count("--stream"):
+        pytest.skip("--stream comes in phase 5")
+    server.push({"content": "never", "trickle_forever": 0.1})
+    started = time.monotonic()
+    result = run_python(workspace, "harness.py", "--trace", "t.jsonl", "--deadline", "3", *stream, "Hi",
+                        env=groq_env(server))
+    assert result.returncode == 3 and time.monotonic() - started < 4, result.stderr
+    assert records(workspace / "t.jsonl")[-1]["status"] == "deadline"
+
+
+def test_runs_sharing_a_trace_file_do_not_mix_their_lines(workspace, server):
+    """Three runs appending to one trace at the same time: every line parses, and each run's records, told apart
+    by their run id, go from start to end."""
+    for _ in range(3):
+        server.push(calls(("list_dir", {})), "Done.")
+    runs = [subprocess.Popen([sys.executable, "harness.py", "--trace", "shared.jsonl", "List"], cwd=workspace,
+                             env=clean_env(**groq_env(server)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for _ in range(3)]
+    assert [run.wait(30) for run in runs] == [0, 0, 0]
+    lines = records(workspace / "shared.jsonl")
+    ids = {record["run"] for record in lines}
+    assert len(ids) == 3 and len(lines) == 15, lines
+    for run_id in ids:
+        assert [r["type"] for r in lines if r["run"] == run_id] == ["start", "reply", "tool", "reply", "end"]
+
+
+def test_a_trace_that_cannot_be_written_ends_the_run_cleanly(workspace, server):
+    """--trace /dev/full (a disk that is full): exit 1 with a message naming the trace, no traceback."""
+    server.push("Hi.")
+    result = run_python(workspace, "harness.py", "--trace", "/dev/full", "Hi", env=groq_env(server))
+    assert result.returncode == 1 and "trace" in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
+def test_a_reader_that_goes_away_ends_the_run_cleanly(workspace, server):
+    """`python harness.py ... | head -c 1`: the run ends with a message on stderr, not a traceback."""
+    server.push(calls(*[("read_file", {"path": "harness.py", "limit": n + 1}) for n in range(3)]), "x" * 100000)
+    process = subprocess.Popen([sys.executable, "harness.py", "--trace", "t.jsonl", "Read"], cwd=workspace,
+                               env=clean_env(**groq_env(server)), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.read(1)
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    assert process.wait(30) == 1 and "Traceback" not in stderr and "output" in stderr, stderr
+    assert records(workspace / "t.jsonl")[-1]["type"] == "end"
+
+
+def test_a_reply_without_usage_still_counts_against_the_token_budget(harness, server):
+    """A server that sends no usage: the tokens are estimated, so --max-tokens still ends the run."""
+    server.push(*[{**calls(("list_dir", {"path": f"d{n}"})), "usage": False} for n in range(10)])
+    result = harness.run("Loop", backend=scripted_backend(server), limits=harness.Limits(max_tokens=500))
+    assert result.status == "token_limit" and result.steps < 10, result
+
+
+@pytest.mark.phase(5)
+def test_messages_name_the_server_the_user_configured(workspace, unused_port):
+    """An unreachable BASE_URL is named as the user's own, not as the demo; a stream hint only when streaming."""
+    url = f"http://127.0.0.1:{unused_port}/v1"
+    result = run_python(workspace, "harness.py", "Hi", env={"BACKEND": "demo", "BASE_URL": url})
+    assert result.returncode == 1 and url in result.stderr and "BASE_URL" in result.stderr, result.stderr
+    assert "demo model at" not in result.stderr and ".;" not in result.stderr and "--stream" not in result.stderr
+
+
+@pytest.mark.phase(5)
+def test_retry_after_in_both_forms_and_out_of_bounds(load):
+    """retry-after in seconds or as an HTTP date is honoured; nonsense, zero or negative falls back to backoff."""
+    import email.utils
+    backend = load("backend")
+    asked = backend.asked_wait
+    assert asked({"retry-after-ms": "300"}) == 0.3 and asked({"retry-after": "2"}) == 2.0
+    assert 1.0 < asked({"retry-after": email.utils.formatdate(time.time() + 2, usegmt=True)}) <= 2.0
+    for nonsense in ({"retry-after": "-1"}, {"retry-after-ms": "0"}, {"retry-after": "soon"},
+                     {"retry-after": "nan"}, {"retry-after": "inf"}, {}):
+        assert asked(nonsense) is None, nonsense
