@@ -1,88 +1,108 @@
-"""Phase 0, hello: `python backend.py` prints the model's reply; the backend is chosen as the lesson says."""
-from conftest import groq_env, run_python
+"""Phase 0, hello: `python backend.py` prints the model's reply, and the backend is chosen as the lesson says.
+Checked through the command line, choose() and complete(), and what the offline model receives."""
+import pytest
+from helpers import PROVIDER_VARS, groq_env, run_python
 
 PHASE = 0
+FILES = ("backend.py",)
+
+
+def shown(result):
+    return f"\n--- python backend.py printed ---\n{result.stdout}{result.stderr}---"
+
+
+@pytest.fixture
+def backend(load, monkeypatch):
+    """backend.py of the code under test, in an environment with no provider settings."""
+    for name in PROVIDER_VARS:
+        monkeypatch.delenv(name, raising=False)
+    return load("backend")
 
 
 def test_backend_prints_a_reply_offline_with_a_one_line_notice(workspace):
+    """With no key anywhere, `python backend.py` answers from the demo model and says so in one line on stderr."""
     result = run_python(workspace, "backend.py")
-    assert result.returncode == 0, result.stderr
-    assert "demo model" in result.stdout
-    notice = result.stderr.strip().splitlines()
-    assert len(notice) == 1 and "no API key found" in notice[0] and ".env" in notice[0]
+    assert result.returncode == 0, f"it should exit 0; it exited {result.returncode}.{shown(result)}"
+    assert "demo model" in result.stdout, f"the demo model's hello should be on stdout.{shown(result)}"
+    notes = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(notes) == 1 and "no API key found" in notes[0] and ".env" in notes[0], (
+        f"stderr should hold one line saying no API key was found and where you looked (step 4).{shown(result)}")
 
 
-def test_backend_sends_the_prompt_given_on_the_command_line(workspace, server):
+def test_a_groq_key_sends_the_prompt_to_groq_with_its_default_model(workspace, server):
+    """`python backend.py "question"` with only GROQ_API_KEY set: the question goes to groq as the one user
+    message, with the key and groq's default model, and the reply is printed; no notice."""
     server.push("Paris.")
-    result = run_python(workspace, "backend.py", "Capital of France?", env=groq_env(server))
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "Paris."
-    assert server.requests[-1]["body"]["messages"] == [{"role": "user", "content": "Capital of France?"}]
-
-
-def test_groq_key_chooses_groq_with_its_key_and_default_model(workspace, server):
-    server.push("hi")
     env = groq_env(server)
     del env["BACKEND"], env["MODEL"]
-    result = run_python(workspace, "backend.py", env=env)
-    assert result.returncode == 0, result.stderr
-    assert result.stderr == ""  # no fallback notice
+    result = run_python(workspace, "backend.py", "Capital of France?", env=env)
+    assert result.returncode == 0 and result.stdout.strip() == "Paris.", f"it should print Paris.{shown(result)}"
+    assert result.stderr == "", f"no notice when a key is set.{shown(result)}"
     request = server.requests[-1]
-    assert request["path"] == "/openai/v1/chat/completions"
-    assert request["headers"]["authorization"] == "Bearer gsk_test"
-    assert request["body"]["model"] == "openai/gpt-oss-120b"
+    assert request["body"]["messages"] == [{"role": "user", "content": "Capital of France?"}], request["body"]
+    assert request["headers"]["authorization"] == "Bearer gsk_test", "send the key as the client's api_key"
+    assert request["body"]["model"] == "openai/gpt-oss-120b", f"groq's default model, not {request['body']['model']}"
 
 
-def test_openai_key_chooses_openai_when_there_is_no_groq_key(workspace, server):
+def test_openai_key_chooses_openai_when_there_is_no_groq_key(backend, server, monkeypatch):
+    """OPENAI_API_KEY chooses openai when there is no Groq key, with openai's own default model."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("BASE_URL", server.url)
     server.push("hi")
-    result = run_python(workspace, "backend.py", env={"OPENAI_API_KEY": "sk-test", "BASE_URL": server.url})
-    assert result.returncode == 0, result.stderr
+    chosen = backend.choose()
+    assert chosen["name"] == "openai" and chosen["api_key"] == "sk-test", chosen
+    assert backend.complete("Hi", backend=chosen) == "hi"
     assert server.requests[-1]["headers"]["authorization"] == "Bearer sk-test"
-    assert server.requests[-1]["body"]["model"] != "demo"
+    assert server.requests[-1]["body"]["model"] not in ("demo", "openai/gpt-oss-120b")
 
 
-def test_backend_variable_wins_over_the_keys_and_model_overrides(workspace, server):
+def test_backend_variable_wins_over_the_keys_and_model_overrides(backend, server, monkeypatch):
+    """BACKEND wins over the keys found, MODEL replaces the backend's default model, BASE_URL its server."""
+    for name, value in {"GROQ_API_KEY": "gsk_unused", "BACKEND": "ollama", "BASE_URL": server.url,
+                        "MODEL": "qwen3:8b"}.items():
+        monkeypatch.setenv(name, value)
     server.push("hi")
-    env = {"GROQ_API_KEY": "gsk_unused", "BACKEND": "ollama", "BASE_URL": server.url, "MODEL": "qwen3:8b"}
-    result = run_python(workspace, "backend.py", env=env)
-    assert result.returncode == 0, result.stderr
+    assert backend.complete("Hi") == "hi"
     assert server.requests[-1]["body"]["model"] == "qwen3:8b"
-    assert server.requests[-1]["headers"]["authorization"] != "Bearer gsk_unused"
+    assert server.requests[-1]["headers"]["authorization"] != "Bearer gsk_unused", "ollama takes no Groq key"
 
 
-def test_groq_without_a_key_says_which_variable_to_set(workspace):
+def test_groq_without_a_key_is_one_message_and_exit_1(workspace):
+    """BACKEND=groq with no key: `python backend.py` exits 1 with one message naming GROQ_API_KEY, no traceback."""
     result = run_python(workspace, "backend.py", env={"BACKEND": "groq"})
-    assert result.returncode == 1
-    assert "GROQ_API_KEY" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 1 and "GROQ_API_KEY" in result.stderr, shown(result)
+    assert "Traceback" not in result.stderr, f"explain() the error instead of a traceback (step 5).{shown(result)}"
 
 
-def test_unknown_backend_name_lists_the_choices(workspace):
-    result = run_python(workspace, "backend.py", env={"BACKEND": "gorq"})
-    assert result.returncode == 1
-    assert "groq" in result.stderr and "demo" in result.stderr and "Traceback" not in result.stderr
+def refusal(backend, *words, **settings):
+    """The BackendError complete() raises, checked to name each of words."""
+    with pytest.raises(backend.BackendError) as caught:
+        backend.complete("Hi", backend=backend.choose(**settings) if settings else None)
+    said = str(caught.value)
+    assert all(word in said for word in words), f"the message {said!r} should name {words}"
+    return said
 
 
-def test_unreachable_server_gives_one_clear_message(workspace, unused_port):
-    env = {"BACKEND": "groq", "GROQ_API_KEY": "gsk_x", "BASE_URL": f"http://127.0.0.1:{unused_port}/v1"}
-    result = run_python(workspace, "backend.py", env=env)
-    assert result.returncode == 1
-    assert "Could not reach" in result.stderr and "BASE_URL" in result.stderr
-    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+def test_an_unknown_backend_lists_the_choices(backend, monkeypatch):
+    """An unknown BACKEND: a BackendError listing the backends there are."""
+    monkeypatch.setenv("BACKEND", "gorq")
+    refusal(backend, "groq", "demo")
 
 
-def test_a_refused_key_names_the_key_variable(workspace, server):
-    server.push({"status": 401, "body": {"error": {"message": "Invalid API Key", "type": "invalid_request_error",
-                                                   "code": "invalid_api_key"}}})
-    result = run_python(workspace, "backend.py", env=groq_env(server))
-    assert result.returncode == 1
-    assert "401" in result.stderr and "Invalid API Key" in result.stderr and "GROQ_API_KEY" in result.stderr
-    assert "Traceback" not in result.stderr
+def test_unreachable_server_gives_one_clear_message(backend, unused_port, monkeypatch):
+    """A BASE_URL where nothing listens: the message says the server could not be reached, and names BASE_URL."""
+    for name, value in {"BACKEND": "groq", "GROQ_API_KEY": "gsk_x",
+                        "BASE_URL": f"http://127.0.0.1:{unused_port}/v1"}.items():
+        monkeypatch.setenv(name, value)
+    refusal(backend, "reach", "BASE_URL")
 
 
-def test_an_unknown_model_says_to_check_MODEL(workspace, server):
-    server.push({"status": 404, "body": {"error": {"message": "The model `gpt-oss-120b` does not exist or you do "
-                                                   "not have access to it.", "type": "invalid_request_error",
-                                                   "code": "model_not_found"}}})
-    result = run_python(workspace, "backend.py", env=groq_env(server))
-    assert result.returncode == 1
-    assert "does not exist" in result.stderr and "MODEL" in result.stderr and "Traceback" not in result.stderr
+@pytest.mark.parametrize("status, message, fix", [
+    (401, "Invalid API Key", "GROQ_API_KEY"),
+    (404, "The model `gpt-oss-120b` does not exist or you do not have access to it.", "MODEL")])
+def test_a_refusal_from_the_provider_says_what_to_check(backend, server, monkeypatch, status, message, fix):
+    """A 401 or a 404 from the provider: its status, its words, and the setting to check."""
+    for name, value in groq_env(server).items():
+        monkeypatch.setenv(name, value)
+    server.push({"status": status, "body": {"error": {"message": message, "type": "invalid_request_error"}}})
+    refusal(backend, str(status), message, fix)

@@ -1,7 +1,9 @@
-"""Phase 1, the loop: the model chains tool calls without help and answers; failures become tool results."""
+"""Phase 1, the loop: the model chains tool calls without help and answers; each failure becomes a tool result.
+Checked through the command line, chat(), the tools, and what the offline model receives."""
 import json
 
-from conftest import constant, groq_env, run_python
+import pytest
+from helpers import answer_of, groq_env, run_python, scripted_backend
 
 PHASE = 1
 TASK = "List the files here, then read backend.py and tell me which model it calls."
@@ -17,104 +19,119 @@ def tool_results(request):
     return {m["tool_call_id"]: m["content"] for m in request["body"]["messages"] if m["role"] == "tool"}
 
 
-def test_done_when_the_demo_model_chains_two_tools_and_names_the_model(workspace):
-    result = run_python(workspace, "harness.py", TASK)
-    assert result.returncode == 0, result.stderr
+def shown(result):
+    return f"\n--- python harness.py printed ---\n{result.stdout}{result.stderr}---"
+
+
+def harness(workspace, *args, env=None, input=""):
+    return run_python(workspace, "harness.py", *args, env=env, input=input)
+
+
+@pytest.fixture
+def loop(load):
+    """harness.py of the code under test: run(task, backend=...) in this process."""
+    return load("harness")
+
+
+def test_done_when_the_demo_model_chains_two_tools_and_names_the_model(workspace, load):
+    """Offline, the demo model lists the files, then reads backend.py, and the answer names groq's model."""
+    result = harness(workspace, TASK)
+    assert result.returncode == 0, f"it should exit 0.{shown(result)}"
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("[1] list_dir") and lines[1].startswith("[2] read_file")
-    assert "backend.py" in lines[1]
-    default_model = constant(workspace / "backend.py", "BACKENDS")["groq"]["model"]
-    assert default_model in "\n".join(lines[2:])
+    assert len(lines) > 2 and lines[0].startswith("[1] list_dir") and lines[1].startswith("[2] read_file"), (
+        f"print `[step] name arguments` for each call, then the answer (step 4).{shown(result)}")
+    assert load("backend").BACKENDS["groq"]["model"] in "\n".join(lines[2:]), f"the answer names it.{shown(result)}"
 
 
 def test_probe_prints_one_raw_tool_call(workspace):
+    """`python probe.py` prints the reply's content, then its tool_calls: one list_dir call, raw."""
     result = run_python(workspace, "probe.py")
-    assert result.returncode == 0, result.stderr
-    content, tool_calls = result.stdout.splitlines()[:2]
-    assert content.startswith("content: ")
-    assert tool_calls.startswith("tool_calls: [") and "list_dir" in tool_calls and "arguments=" in tool_calls
+    assert result.returncode == 0, shown(result)
+    lines = result.stdout.splitlines()
+    assert len(lines) >= 2 and lines[0].startswith("content: ") and lines[1].startswith("tool_calls: ["), (
+        f"print `content: ...` then `tool_calls: [...]` (step 3).{shown(result)}")
+    assert "list_dir" in lines[1] and "arguments=" in lines[1], f"the raw call, with its arguments.{shown(result)}"
 
 
-def test_loop_completes_against_groq_and_never_echoes_reasoning(workspace, server):
-    # the server rejects any 'reasoning' sent back, so finishing proves the loop strips it
+def test_chat_returns_a_reply_that_carries_the_tool_calls(load, server):
+    """chat(messages, tools=TOOLS, backend=...) sends the tools and gives back the reply with its tool calls."""
+    backend, tools = load("backend"), load("tools")
+    server.push({"tool_calls": [call("list_dir", {"path": "."}, id="c1")]})
+    settings = {"name": "groq", "base_url": server.url, "api_key": "gsk_test", "model": "openai/gpt-oss-120b"}
+    reply = backend.chat([{"role": "user", "content": "List"}], tools=tools.TOOLS, backend=settings)
+    message = getattr(reply, "choices", [reply])[0]
+    message = getattr(message, "message", message)  # phase 4 on, chat() returns the whole response
+    assert message.tool_calls[0].id == "c1" and message.tool_calls[0].function.name == "list_dir"
+    assert server.requests[-1]["body"]["tools"] == tools.TOOLS, "the request carries TOOLS as they are"
+
+
+def test_the_loop_never_echoes_reasoning_back(loop, server):
+    """A three-step run against a Groq-like server: every reply's `reasoning` is left out of what goes back."""
     server.push({"tool_calls": [call("list_dir", {"path": "."})], "reasoning": "Look first."},
                 {"tool_calls": [call("read_file", {"path": "backend.py"})], "reasoning": "Now read it."},
                 {"content": "It calls openai/gpt-oss-120b.", "reasoning": "Done."})
-    result = run_python(workspace, "harness.py", TASK, env=groq_env(server))
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[-1] == "It calls openai/gpt-oss-120b."
-    assert len(server.requests) == 3
+    answer = answer_of(loop.run(TASK, backend=scripted_backend(server)))
+    assert answer == "It calls openai/gpt-oss-120b.", (
+        f"run() ended with {answer!r}: the server said no? Rebuild the assistant message (step 5).")
     last = server.requests[-1]["body"]["messages"]
-    assert [m["role"] for m in last] == ["system", "user", "assistant", "tool", "assistant", "tool"]
-    assert all("reasoning" not in m for m in last)
-    assert "def chat" in last[-1]["content"] or "BACKENDS" in last[-1]["content"]
+    assert [m["role"] for m in last][-4:] == ["assistant", "tool", "assistant", "tool"]
+    assert "def " in last[-1]["content"] or "BACKENDS" in last[-1]["content"], "the tool result is the file"
 
 
-def test_parallel_calls_each_get_a_tool_message_with_their_id(workspace, server):
+def test_parallel_calls_each_get_a_tool_message_with_their_id(loop, workspace, server):
+    """Two calls in one reply: two tool messages, in call order, each with its call's id."""
     (workspace / "a.txt").write_text("alpha")
     (workspace / "b.txt").write_text("beta")
     server.push({"tool_calls": [call("read_file", {"path": "a.txt"}, id="c1"),
                                 call("read_file", {"path": "b.txt"}, id="c2")]}, "done")
-    result = run_python(workspace, "harness.py", "Read a.txt and b.txt", env=groq_env(server))
-    assert result.returncode == 0, result.stderr
+    assert answer_of(loop.run("Read a.txt and b.txt", backend=scripted_backend(server))) == "done"
     messages = server.requests[1]["body"]["messages"]
-    assert [(m["tool_call_id"], m["content"]) for m in messages[-2:]] == [("c1", "alpha"), ("c2", "beta")]
-    assert result.stdout.splitlines()[:2] == ['[1] read_file {"path": "a.txt"}', '[1] read_file {"path": "b.txt"}']
+    got = [(m.get("tool_call_id"), m["content"]) for m in messages[-2:]]
+    assert got == [("c1", "alpha"), ("c2", "beta")], f"the model received {got}"
 
 
-def test_tool_failures_come_back_as_error_results_and_the_run_goes_on(workspace, server):
+def test_tool_failures_come_back_as_error_results_and_the_run_goes_on(loop, server):
+    """An unknown tool, arguments that are not JSON or not an object, a tool that raises: each an `error: ...`
+    result the model reads, and the run goes on to the model's answer."""
     server.push({"tool_calls": [call("web_search", {"query": "x"}, id="unknown"),
                                 call("read_file", '{"path": ', id="not_json"),
                                 call("read_file", "[1, 2]", id="not_object"),
-                                call("read_file", {"path": "missing.txt"}, id="raises"),
-                                call("read_file", {"file": "a.txt"}, id="wrong_name")]},
+                                call("read_file", {"path": "missing.txt"}, id="raises")]},
                 "I could not do it.")
-    result = run_python(workspace, "harness.py", "Try things", env=groq_env(server))
-    assert result.returncode == 0, result.stderr
+    answer = answer_of(loop.run("Try things", backend=scripted_backend(server)))
+    assert answer == "I could not do it.", f"a bad call must not end the loop (step 6); it ended with {answer!r}"
     results = tool_results(server.requests[1])
-    assert sorted(results) == ["not_json", "not_object", "raises", "unknown", "wrong_name"]
-    for id, content in results.items():
-        assert content.startswith("error:"), (id, content)
-    assert "web_search" in results["unknown"] and "read_file" in results["unknown"]
-    assert "JSON" in results["not_json"]
-    assert "missing.txt" in results["raises"]
-    assert result.stdout.splitlines()[-1] == "I could not do it."
+    assert sorted(results) == ["not_json", "not_object", "raises", "unknown"], f"the model received {results}"
+    bad = {id: text for id, text in results.items() if not text.startswith("error:")}
+    assert not bad, f"each failure should come back as `error: ...`, not {bad}"
+    assert "web_search" in results["unknown"] and "missing.txt" in results["raises"]
 
 
-def test_broken_arguments_are_sent_back_as_valid_json(workspace, server):
+def test_broken_arguments_are_sent_back_as_valid_json(loop, server):
+    """Arguments that are "" or broken JSON go back to the server as valid JSON (it rejects anything else)."""
     server.push({"tool_calls": [call("list_dir", "")]}, {"tool_calls": [call("list_dir", "{oops")]}, "ok")
-    result = run_python(workspace, "harness.py", "List", env=groq_env(server))
-    assert result.returncode == 0, result.stderr
-    echoed = [m for m in server.requests[2]["body"]["messages"] if m["role"] == "assistant"]
-    for message in echoed:
-        json.loads(message["tool_calls"][0]["function"]["arguments"])
+    answer = answer_of(loop.run("List", backend=scripted_backend(server)))
+    assert answer == "ok", f"send valid_json(arguments) back (step 5); the run ended with {answer!r}"
+    for message in server.requests[2]["body"]["messages"]:
+        for sent in message.get("tool_calls") or []:
+            json.loads(sent["function"]["arguments"])
 
 
-def test_the_step_limit_stops_a_model_that_never_answers(workspace, server):
-    max_steps = constant(workspace / "harness.py", "MAX_STEPS")
-    server.push(*[{"tool_calls": [call("list_dir", {"path": "."})]} for _ in range(max_steps + 1)])
-    result = run_python(workspace, "harness.py", "Loop forever", env=groq_env(server))
-    assert result.returncode == 3
-    assert result.stdout.splitlines()[-1].startswith("stopped: hit the step limit")
-    assert len(server.requests) == max_steps
+def test_the_step_limit_stops_a_model_that_never_answers(workspace, server, load):
+    """A model that only ever calls tools gets MAX_STEPS requests, then the run stops: exit 3, `stopped:`."""
+    max_steps = load("harness").MAX_STEPS
+    server.push(*[{"tool_calls": [call("read_file", {"path": "backend.py", "limit": n + 1})]} for n in range(max_steps + 1)])
+    result = harness(workspace, "Loop forever", env=groq_env(server))
+    assert len(server.requests) == max_steps, f"{len(server.requests)} requests for MAX_STEPS = {max_steps}"
+    assert result.returncode == 3 and "stopped:" in result.stdout and "step limit" in result.stdout, shown(result)
 
 
-def test_backend_flag_wins_over_the_variable(workspace):
-    result = run_python(workspace, "harness.py", "--backend", "demo", TASK, env={"BACKEND": "groq"})
-    assert result.returncode == 0, result.stderr
-
-
-def test_a_missing_task_is_a_usage_error(workspace):
-    result = run_python(workspace, "harness.py")
-    assert result.returncode == 2
-    assert result.stderr.startswith("usage:") and "task" in result.stderr
-
-
-def test_provider_problems_end_with_one_message_and_exit_1(workspace, unused_port):
-    no_key = run_python(workspace, "harness.py", TASK, env={"BACKEND": "groq"})
-    unreachable = run_python(workspace, "harness.py", "--base-url", f"http://127.0.0.1:{unused_port}/v1", TASK,
-                             env={"BACKEND": "groq", "GROQ_API_KEY": "gsk_x"})
-    for result in (no_key, unreachable):
-        assert result.returncode == 1
-        assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
-    assert "GROQ_API_KEY" in no_key.stderr and "Could not reach" in unreachable.stderr
+def test_the_command_line_needs_a_task_and_a_usable_backend(workspace):
+    """No task at all is a usage error (exit 2); --backend groq with no key is one `error: ...` line naming
+    GROQ_API_KEY (exit 1, no traceback)."""
+    missing = harness(workspace)
+    assert missing.returncode == 2 and missing.stderr.startswith("usage:"), shown(missing)
+    no_key = harness(workspace, "--backend", "groq", TASK)
+    assert no_key.returncode == 1 and no_key.stderr.startswith("error: ") and "GROQ_API_KEY" in no_key.stderr, \
+        shown(no_key)
+    assert "Traceback" not in no_key.stderr

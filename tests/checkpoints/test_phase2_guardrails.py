@@ -1,226 +1,159 @@
-"""Phase 2, guardrails: the model proposes, your code decides. Attacks a curious student would try, on
-real files in a scratch workspace and real processes."""
+"""Phase 2, guardrails: the model proposes, your code decides. Each check scripts the model's calls, runs the
+loop (run(task, backend=..., approve=...) or the command line) and reads what came back to the model, on real
+files in a scratch workspace and real processes."""
 import os
 import time
 
 import pytest
-from conftest import groq_env, run_python, running_commands, scripted_backend
+from helpers import answer_of, groq_env, run_python, running_commands, scripted_backend
 
 PHASE = 2
 
 
 @pytest.fixture
-def tools(load, workspace):
-    """tools.py of the code under test, working in a workspace that holds a secret and has a neighbour."""
+def harness(load, workspace):
+    """harness.py of the code under test, in a workspace that holds a secret and has a neighbour outside."""
     (workspace / ".env").write_text("SOME_TOKEN=from_dotenv\n")
     (workspace / "notes.txt").write_text("keep me\n")
     (workspace.parent / "outside.txt").write_text("not yours\n")
-    module = load("tools")
-    module.WORKSPACE = workspace
-    return module
+    return load("harness")
 
 
-def refused(tools, function, *args):
-    with pytest.raises(tools.Refused) as caught:
-        function(*args)
-    return str(caught.value)
+def results_of(harness, server, calls, approve=lambda question: False, task="Do it"):
+    """Run one scripted turn of calls [(name, arguments)] and return what the model got back, in call order,
+    with the questions the approver was asked."""
+    asked = []
+    server.push({"tool_calls": [{"name": name, "arguments": args, "id": f"c{n}"} for n, (name, args) in
+                                enumerate(calls)]}, "ok")
+
+    def approver(question):
+        asked.append(question)
+        return approve(question)
+
+    answer = answer_of(harness.run(task, backend=scripted_backend(server), approve=approver))
+    assert answer == "ok", f"the run should go on to the model's answer, not end with {answer!r}"
+    sent = server.requests[-1]["body"]["messages"]
+    return [m["content"] for m in sent if m["role"] == "tool"][-len(calls):], asked
 
 
-def test_paths_out_of_the_workspace_are_refused(tools, workspace):
-    assert "outside the workspace" in refused(tools, tools.read_file, "../outside.txt")
-    assert "outside the workspace" in refused(tools, tools.read_file, str(workspace.parent / "outside.txt"))
-    assert "outside the workspace" in refused(tools, tools.list_dir, "..")
-    assert tools.read_file("notes.txt") == "keep me\n"
+def shell(command):
+    return "run_shell", {"command": command}
 
 
-def test_a_symlink_cannot_lead_out(tools, workspace):
+def test_paths_out_of_the_workspace_are_refused(harness, server, workspace):
+    """read_file and list_dir refuse a path outside the workspace, by .. or by an absolute path or a link."""
     (workspace / "link.txt").symlink_to(workspace.parent / "outside.txt")
-    (workspace / "up").symlink_to(workspace.parent, target_is_directory=True)
-    assert "outside the workspace" in refused(tools, tools.read_file, "link.txt")
-    assert "outside the workspace" in refused(tools, tools.list_dir, "up")
+    results, _ = results_of(harness, server, [("read_file", {"path": "../outside.txt"}),
+                                              ("read_file", {"path": str(workspace.parent / "outside.txt")}),
+                                              ("list_dir", {"path": ".."}), ("read_file", {"path": "link.txt"}),
+                                              ("read_file", {"path": "notes.txt"})])
+    *refusals, notes = results
+    assert all(r.startswith("error:") and "outside the workspace" in r for r in refusals), refusals
+    assert "not yours" not in "".join(refusals) and notes.startswith("keep me"), results
 
 
-@pytest.mark.parametrize("name", [".env", ".env.local", "server.pem", "deploy.key", "id_rsa", "id_rsa.pub"])
-def test_secret_files_are_refused_by_every_tool(tools, workspace, name):
-    (workspace / name).write_text("secret")
-    assert "secret file" in refused(tools, tools.read_file, name)
-    assert "secret file" in refused(tools, tools.run_shell, f"cat {name}")
-    assert "secret file" in refused(tools, tools.needs_approval, "run_shell", {"command": f"grep KEY {name}"})
+@pytest.mark.parametrize("name", [".env", ".env.local", "server.pem", "id_rsa", "id_ed25519", ".netrc"])
+def test_secret_files_are_refused_even_when_the_person_says_yes(harness, server, workspace, name):
+    """A secret file is refused by read_file and by a command, whoever approves: the model never sees it."""
+    (workspace / name).write_text("SECRET_VALUE=shh\n")
+    results, _ = results_of(harness, server, [("read_file", {"path": name}), shell(f"cat {name}"),
+                                              shell(f"grep SECRET {name}")], approve=lambda q: True)
+    assert all(r.startswith("error:") and "secret" in r for r in results), results
+    assert "shh" not in "".join(results)
 
 
-def test_a_symlink_to_a_secret_is_refused(tools, workspace):
-    (workspace / "innocent.txt").symlink_to(workspace / ".env")
-    assert "secret file" in refused(tools, tools.read_file, "innocent.txt")
-    assert "secret file" in refused(tools, tools.run_shell, "cat innocent.txt")
+def test_plain_read_only_commands_run_without_asking(harness, server):
+    """ls, cat, grep, wc, head and git status run at once, without a question."""
+    commands = ["ls", "cat notes.txt", "grep -n keep notes.txt", "wc -l notes.txt", "head -1 notes.txt"]
+    results, asked = results_of(harness, server, [shell(c) for c in commands])
+    assert asked == [], f"nobody should have been asked, but these were asked: {asked}"
+    assert all("keep me" in r or "notes.txt" in r for r in results), results
 
 
-@pytest.mark.parametrize("command", ['cat .e""nv', "cat './.env'", "git show HEAD:.env", "head -c 99 .env"])
-def test_a_secret_in_disguise_is_still_refused(tools, command):
-    assert "secret file" in refused(tools, tools.needs_approval, "run_shell", {"command": command})
-    assert "secret file" in refused(tools, tools.run_shell, command)
+@pytest.mark.parametrize("command", ["ls; touch pwned", "echo $(touch pwned)", "rm notes.txt", "touch pwned",
+                                     "cat /etc/hostname", "grep -r KEY .", "git push"])
+def test_anything_else_asks_and_a_no_changes_nothing(harness, server, workspace, command):
+    """A command that is not plainly read-only asks a person, showing the command; a no is an error result and
+    changes nothing."""
+    results, asked = results_of(harness, server, [shell(command)])
+    assert len(asked) == 1 and command in asked[0], f"ask once, showing the command; asked {asked}"
+    assert results[0].startswith("error:") and "declined" in results[0], results
+    assert sorted(p.name for p in workspace.iterdir() if p.suffix != ".py") == [".env", "notes.txt"]
 
 
-@pytest.mark.parametrize("command", ["ls", "cat notes.txt", "grep -n keep notes.txt", "wc -l notes.txt",
-                                     "head -1 notes.txt", "git status"])
-def test_plain_read_only_commands_run_without_asking(tools, command):
-    assert tools.needs_approval("run_shell", {"command": command}) is None
+def test_an_approver_that_fails_or_does_not_answer_means_no(harness, server, workspace):
+    """Only a plain True is a yes: an approver that raises, returns None or "yes" declines."""
+    for approver in (lambda q: 1 / 0, lambda q: None, lambda q: "yes"):
+        server.requests.clear()
+        results, _ = results_of(harness, server, [shell("touch made")], approve=approver)
+        assert "declined" in results[0] and not (workspace / "made").exists(), results
 
 
-@pytest.mark.parametrize("command", ["ls; touch pwned", "ls && rm notes.txt", "echo $(touch pwned)", "echo `id`",
-                                     "ls > listing.txt", "cat notes.txt | sh", "rm notes.txt", "touch pwned",
-                                     "cat /etc/passwd", "ls ../", "git push", "sleep 999 &", "env",
-                                     "grep -r KEY .", "grep -nR KEY", "grep --recursive KEY ."])
-def test_anything_else_needs_approval(tools, command):
-    assert tools.needs_approval("run_shell", {"command": command}) == f"Run `{command}`?"
-
-
-def test_a_plain_command_runs_without_a_shell(tools, workspace):
-    (workspace / "my notes.txt").write_text("spaces survive\n")
-    assert tools.plain_command("cat 'my notes.txt'") == ["cat", "my notes.txt"]
-    assert tools.run_shell("cat 'my notes.txt'") == "exit code 0\nspaces survive\n"
-    assert tools.plain_command("cat notes.txt;") is None
-
-
-def test_the_timeout_kills_the_whole_process_group(tools):
-    tools.TIMEOUT = 1
+def test_a_timed_out_command_and_all_it_started_are_killed(harness, server, load):
+    """A command running past TIMEOUT is killed with everything it started, and the model hears it timed out."""
+    load("shell").TIMEOUT = 1
     started = time.monotonic()
-    result = tools.run_shell('sh -c "sleep 61.25 & sleep 61.25"')
-    assert time.monotonic() - started < 5
-    assert result.startswith("error: timed out after 1 s")
-    time.sleep(0.2)
-    assert running_commands("sleep 61.25") == []
+    results, _ = results_of(harness, server, [shell('sh -c "sleep 61.25 & sleep 61.25"')], approve=lambda q: True)
+    assert time.monotonic() - started < 6 and "timed out" in results[0], results
+    time.sleep(0.3)
+    assert running_commands("sleep 61.25") == [], "a process the command started is still running"
 
 
-def test_a_command_left_in_the_background_is_killed_too(tools):
-    result = tools.run_shell("sleep 62.5 > /dev/null 2>&1 &")
-    assert result.startswith("exit code 0")
-    time.sleep(0.2)
+def test_a_command_left_in_the_background_is_killed_when_it_returns(harness, server):
+    """`sleep 62.5 &` returns at once, and its sleep does not outlive it."""
+    results, _ = results_of(harness, server, [shell("sleep 62.5 > /dev/null 2>&1 &")], approve=lambda q: True)
+    assert results[0].startswith("exit code 0"), results
+    time.sleep(0.3)
     assert running_commands("sleep 62.5") == []
 
 
-def test_the_timeout_keeps_the_output_so_far(tools):
-    tools.TIMEOUT = 1
-    result = tools.run_shell("echo started; sleep 30")
-    assert result.startswith("error: timed out after 1 s") and "started" in result
-
-
-def test_a_flood_of_output_is_capped_while_it_is_produced(tools):
+def test_a_flood_of_output_is_capped_while_it_is_produced(harness, server):
+    """`yes` prints without end: it is stopped long before its timeout, and the model gets a short result."""
     started = time.monotonic()
-    result = tools.run_shell("yes")
-    assert time.monotonic() - started < tools.TIMEOUT  # stopped by the cap, not by the clock
-    assert result.startswith(f"stopped after printing {tools.MAX_OUTPUT} bytes")
-    assert len(result) < tools.MAX_CHARS + 200 and "more bytes cut]" in result
-    assert running_commands("yes") == []
+    results, _ = results_of(harness, server, [shell("yes")], approve=lambda q: True)
+    assert time.monotonic() - started < 5 and len(results[0]) < 5000 and "stopped" in results[0], results[0][:300]
 
 
-def test_the_child_environment_has_no_api_keys(tools, monkeypatch):
+def test_commands_run_without_the_api_keys(harness, server, monkeypatch):
+    """The environment a command gets has no API key in it, and no other variable that looks like a secret."""
     monkeypatch.setenv("GROQ_API_KEY", "gsk_must_not_leak")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_must_not_leak")
     monkeypatch.setenv("HARMLESS", "visible")
-    output = tools.run_shell("env")
-    assert "HARMLESS=visible" in output
-    assert "must_not_leak" not in output
+    results, _ = results_of(harness, server, [shell("env")], approve=lambda q: True)
+    assert "HARMLESS=visible" in results[0] and "must_not_leak" not in results[0], results[0]
 
 
-# The whole loop, through the command line: the model gets each refusal as a result and goes on.
-
-def call(name, arguments):
-    return {"tool_calls": [{"name": name, "arguments": arguments}]}
-
-
-def last_tool_result(server):
-    return server.requests[-1]["body"]["messages"][-1]["content"]
-
-
-@pytest.mark.parametrize("command", ["ls; touch pwned", "ls && rm notes.txt", "echo $(touch pwned)"])
-@pytest.mark.parametrize("answer", ["n\n", ""], ids=["no", "end-of-input"])
-def test_a_declined_command_changes_nothing_and_the_model_is_told(workspace, server, command, answer):
-    (workspace / "notes.txt").write_text("keep me\n")
-    server.push(call("run_shell", {"command": command}), "The user said no.")
-    result = run_python(workspace, "harness.py", "Do it", env=groq_env(server), input=answer)
-    assert result.returncode == 0, result.stderr
-    assert f"Run `{command}`? [y/N]" in result.stderr
-    assert last_tool_result(server).startswith("error: the user declined")
-    assert sorted(p.name for p in workspace.iterdir() if p.suffix != ".py") == ["notes.txt"]
-    assert result.stdout.splitlines()[-1] == "The user said no."
+def test_what_the_model_wrote_cannot_redraw_the_screen(workspace, server):
+    """Escape sequences and carriage returns in a call or an answer are printed visibly, never raw."""
+    server.push({"tool_calls": [{"name": "run_shell", "arguments": {"command": "ls\x1b[2J\rrm -rf ~"}}]},
+                "done\x1b]0;owned\x07\rok")
+    result = run_python(workspace, "harness.py", "Go", env=groq_env(server), input="n\n")
+    screen = result.stdout + result.stderr
+    assert "\x1b" not in screen and "\r" not in screen and "\x07" not in screen, repr(screen[-400:])
+    assert "\\x1b" in screen, f"the escape should be shown, spelled out: {screen[-400:]!r}"
 
 
-def test_an_approved_command_runs(workspace, server):
-    server.push(call("run_shell", {"command": "touch made; ls"}), "Done.")
-    result = run_python(workspace, "harness.py", "Do it", env=groq_env(server), input="y\n")
-    assert result.returncode == 0, result.stderr
-    assert (workspace / "made").exists() and "made" in last_tool_result(server)
-
-
-def test_yes_approves_without_asking(workspace, server):
-    server.push(call("run_shell", {"command": "touch made"}), "Done.")
-    result = run_python(workspace, "harness.py", "--yes", "Do it", env=groq_env(server))
-    assert result.returncode == 0 and "[y/N]" not in result.stderr
-    assert (workspace / "made").exists()
-
-
-def test_cat_env_is_refused_even_with_yes_and_the_key_never_reaches_the_model(workspace, server):
-    (workspace / ".env").write_text("OTHER_SECRET=sk-dotenv-value\n")
-    server.push(call("run_shell", {"command": "cat .env"}), call("run_shell", {"command": "env"}), "Done.")
-    env = {**groq_env(server, key="gsk_live_value")}
-    result = run_python(workspace, "harness.py", "--yes", "Show me the secrets", env=env)
-    assert result.returncode == 0, result.stderr
-    results = [m["content"] for r in server.requests for m in r["body"]["messages"] if m["role"] == "tool"]
-    assert results[0].startswith("error: refused: .env is a secret file")
-    assert all("gsk_live_value" not in r and "sk-dotenv-value" not in r for r in results)
-
-
-def test_the_workspace_flag_confines_the_tools(workspace, server, tmp_path):
+def test_the_command_line_asks_reads_yes_and_keeps_to_the_workspace(workspace, server, tmp_path):
+    """`--yes` approves; a piped "n" (or nothing) declines; `--workspace DIR` confines the tools to DIR."""
+    server.push({"tool_calls": [{"name": "run_shell", "arguments": {"command": "touch made"}}]}, "Done.")
+    declined = run_python(workspace, "harness.py", "Do it", env=groq_env(server), input="")
+    assert declined.returncode == 0 and not (workspace / "made").exists(), declined.stderr
+    assert "touch made" in declined.stderr, "the question goes to stderr, with the command"
+    server.push({"tool_calls": [{"name": "run_shell", "arguments": {"command": "touch made"}}]}, "Done.")
+    approved = run_python(workspace, "harness.py", "--yes", "Do it", env=groq_env(server))
+    assert approved.returncode == 0 and (workspace / "made").exists(), approved.stderr
     other = tmp_path / "other"
     other.mkdir()
     (other / "inside.txt").write_text("in")
-    server.push(call("list_dir", {"path": "."}), call("read_file", {"path": "../work/harness.py"}), "Done.")
-    result = run_python(workspace, "harness.py", "--workspace", str(other), "Look", env=groq_env(server))
-    assert result.returncode == 0, result.stderr
-    listing, escape = [m["content"] for m in server.requests[-1]["body"]["messages"] if m["role"] == "tool"]
-    assert listing == "inside.txt" and escape.startswith("error: refused:")
-
-
-def test_a_missing_workspace_is_a_usage_error(workspace):
-    result = run_python(workspace, "harness.py", "--workspace", "no/such/dir", "Look")
-    assert result.returncode == 2 and "no/such/dir" in result.stderr
-
-
-def test_refusals_timeouts_and_declines_reach_the_model_and_the_run_answers(load, workspace, server):
-    tools, harness = load("tools"), load("harness")
-    tools.WORKSPACE, tools.TIMEOUT = workspace, 1
-    server.push({"tool_calls": [{"name": "read_file", "arguments": {"path": "/etc/hostname"}},
-                                {"name": "run_shell", "arguments": {"command": "sleep 30"}},
-                                {"name": "run_shell", "arguments": {"command": "rm harness.py"}}]},
-                "Some things were not allowed.")
-    questions = []
-
-    def approve(question):
-        questions.append(question)
-        return question == "Run `sleep 30`?"
-
-    answer = harness.run("Try three things", scripted_backend(server), approve)
-    assert answer == "Some things were not allowed."
-    refusal, timeout, decline = [m["content"] for m in server.requests[-1]["body"]["messages"][-3:]]
-    assert refusal.startswith("error: refused:") and "outside the workspace" in refusal
-    assert timeout.startswith("error: timed out after 1 s")
-    assert decline.startswith("error: the user declined: Run `rm harness.py`?")
-    assert questions == ["Run `sleep 30`?", "Run `rm harness.py`?"]
-    assert (workspace / "harness.py").exists()
-
-
-@pytest.mark.parametrize("approver", [lambda q: 1 / 0, lambda q: None, lambda q: "yes"],
-                         ids=["raises", "no-answer", "not-a-bool"])
-def test_an_approver_that_fails_or_does_not_answer_means_no(load, workspace, server, approver):
-    load("tools").WORKSPACE = workspace
-    harness = load("harness")
-    server.push(call("run_shell", {"command": "touch made"}), "ok")
-    assert harness.run("Do it", scripted_backend(server), approver) == "ok"
-    assert not (workspace / "made").exists()
-    assert last_tool_result(server).startswith("error: the user declined")
+    server.push({"tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]}, "Done.")
+    confined = run_python(workspace, "harness.py", "--workspace", str(other), "Look", env=groq_env(server))
+    assert confined.returncode == 0 and server.requests[-1]["body"]["messages"][-1]["content"] == "inside.txt"
+    missing = run_python(workspace, "harness.py", "--workspace", "no/such/dir", "Look")
+    assert missing.returncode == 2 and "no/such/dir" in missing.stderr
 
 
 def test_done_when_the_demo_model_hears_each_refusal_and_answers(workspace, tmp_path):
+    """Offline: a secret, a path outside and a declined command each come back as an error, and the run answers."""
     project = tmp_path / "project"
     project.mkdir()
     (project / ".env").write_text("SOME_TOKEN=abc\n")
@@ -228,5 +161,5 @@ def test_done_when_the_demo_model_hears_each_refusal_and_answers(workspace, tmp_
     result = run_python(workspace, "harness.py", "--workspace", str(project), task, env={"BACKEND": "demo"})
     assert result.returncode == 0, result.stderr
     assert [line.split()[1] for line in result.stdout.splitlines()[:3]] == ["run_shell", "read_file", "run_shell"]
-    assert "secret file" in result.stdout and "outside the workspace" in result.stdout
-    assert "declined" in result.stdout and (project / ".env").exists()
+    assert "secret" in result.stdout and "outside the workspace" in result.stdout and "declined" in result.stdout
+    assert (project / ".env").exists() and os.listdir(project) == [".env"]
