@@ -30,15 +30,40 @@ MAX_ENTRIES = 30                # directory entries named in an answer
 MAX_MATCHES = 8                 # matching lines quoted from a file
 FIRST_LINES = 5                 # lines quoted from a file when none matches the task
 SHELL_LINES = 15                # lines quoted from a command's output
+CHARS_PER_TOKEN = 4             # the usage estimate's rule of thumb; max_tokens cuts text at this rate too
+TOKENS_PER_SECOND = 500         # for Groq's usage timings: completion_time = tokens / this
+PROMPT_SECONDS_PER_TOKEN = 1e-5  # prompt_time per prompt token (Groq reads prompts fast)
+QUEUE_SECONDS = 0.01            # queue_time in usage: a quiet day
+MAX_BODY_BYTES = 4 * 1024 * 1024  # 413 past this: Groq's documented request limit with a base64 image (4 MB)
+MAX_DRAIN_BYTES = 64 * 1024 * 1024  # of a too-large body, read (and drop) at most this much before hanging up
+MAX_LINE = 65536                # longest chunk-size line read from a chunked request body
+KEEP_REQUESTS = 100             # server.requests keeps the last this many when run from the command line
+MAX_DEPTH = 8                   # nesting followed when filling a JSON schema (schemas can refer to themselves)
 KNOWN_TOOLS = ("run_shell", "list_dir", "read_file", "write_file")  # the harness's tools
+GROQ_DOCS = "https://console.groq.com/docs/"
+OPENAI_REFERENCE = "https://platform.openai.com/docs/api-reference."
+KEEP_ALIVE = ": keep-alive\n\n"  # an SSE comment line: clients skip it
 
-# Request fields Groq accepts; anything else is a 400 that names it.
+# Request fields Groq accepts (groq SDK 1.7.0); anything else is a 400 that names it.
 TOP_LEVEL_KEYS = (
     "model", "messages", "tools", "tool_choice", "parallel_tool_calls", "max_completion_tokens",
     "max_tokens", "stream", "stream_options", "temperature", "top_p", "stop", "seed", "n",
     "response_format", "user", "reasoning_effort", "reasoning_format", "include_reasoning",
     "service_tier", "frequency_penalty", "presence_penalty", "metadata", "store",
+    "citation_options", "compound_custom", "disable_tool_validation", "documents", "search_settings",
+    "exclude_domains", "include_domains", "functions", "function_call", "logprobs", "logit_bias", "top_logprobs",
 )
+# Accepted by name but not with a value: Groq's docs say these give a 400.
+NOT_SUPPORTED = ("logprobs", "logit_bias", "top_logprobs")
+# The values some fields may take (groq SDK 1.7.0).
+ALLOWED = {
+    "reasoning_format": ["hidden", "raw", "parsed"],
+    "reasoning_effort": ["none", "default", "low", "medium", "high"],
+    "service_tier": ["auto", "on_demand", "flex", "performance"],
+}
+RANGES = {"temperature": (0, 2), "top_p": (0, 1), "frequency_penalty": (-2, 2), "presence_penalty": (-2, 2)}
+COUNTS = ("max_tokens", "max_completion_tokens")  # positive integers
+TOOL_CHOICES = ("none", "auto", "required")
 # Keys each role may carry. Note what is missing: reasoning, name, index...
 MESSAGE_KEYS = {
     "system": {"role", "content"},
@@ -47,12 +72,17 @@ MESSAGE_KEYS = {
     "assistant": {"role", "content", "tool_calls"},
     "tool": {"role", "tool_call_id", "content"},
 }
+PART_TYPES = {"user": ["text", "image_url", "document"], "assistant": ["text"]}  # content arrays Groq takes
 # The SDK's message.model_dump() adds these as null/[]; tolerated only while they are empty.
 SDK_EMPTY_FIELDS = ("refusal", "annotations", "audio", "function_call")
 ROLES_TEXT = "'system', 'assistant', 'user', 'function', 'tool', and 'developer'"
+ROUTE = re.compile(r"(?:/openai)?/v1/(chat/completions|models)(?:/(.+))?")
 
 LIST_WORDS = re.compile(r"\b(list|files|directory|folder|ls)\b", re.IGNORECASE)
 WRITE_WORDS = re.compile(r"\b(write|create|save)\b", re.IGNORECASE)
+PATH_NAMES = re.compile(r"path|file|name", re.IGNORECASE)     # properties that want a file name
+COUNT_NAMES = re.compile(r"count|number|total", re.IGNORECASE)  # integer properties that want a count
+FINAL_TOOLS = re.compile(r"final|submit|answer", re.IGNORECASE)  # tools that take the final answer
 NOT_FILE_NAMES = {"e.g", "i.e"}
 STOPWORDS = set(
     "list files file here then read tell which what that this with from show please about does there "
@@ -81,6 +111,14 @@ def error(status, message, param=None, code=None, **extra):
         err["code"] = code
     err.update(extra)
     return {"status": status, "body": {"error": err}}
+
+
+def is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)  # JSON true is not a number
+
+
+def is_integer(value):
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def check_top_level(body):
@@ -123,6 +161,126 @@ def check_tools(tools):
     return None
 
 
+def check_tool_choice(body):
+    """Groq's words for a bad string (null included), OpenAI's for a bad object or an unknown function."""
+    if "tool_choice" not in body:
+        return None
+    choice = body["tool_choice"]
+    if not isinstance(choice, dict):
+        if choice in TOOL_CHOICES:
+            return None
+        return error(400, "Only allowed string values for 'tool_choice' are [none, auto, required]")
+    fn = choice.get("function")
+    if choice.get("type") != "function" or not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+        return error(400, f"'$.tool_choice' is invalid. Please check the API reference: {OPENAI_REFERENCE}")
+    if fn["name"] not in [tool["function"]["name"] for tool in body["tools"]]:
+        return error(400, f"Tool choice '{fn['name']}' not found in 'tools' parameter.", param="tool_choice")
+    return None
+
+
+def check_ranges(body):
+    """Sampling numbers of the right type (Groq's words) and in their ranges (OpenAI's words)."""
+    for key, (low, high) in RANGES.items():
+        value = body.get(key)
+        if value is None:
+            continue
+        if not is_number(value):
+            return error(400, f"'{key}' : value must be a number", param=key)
+        if value < low:
+            return error(400, f"Invalid '{key}': decimal below minimum value. Expected a value >= {low}, but got "
+                              f"{value} instead.", param=key, code="decimal_below_min_value")
+        if value > high:
+            return error(400, f"Invalid '{key}': decimal above maximum value. Expected a value <= {high}, but got "
+                              f"{value} instead.", param=key, code="decimal_above_max_value")
+    return None
+
+
+def check_counts(body):
+    """max_tokens and max_completion_tokens are positive integers, seed an integer, stop at most 4 strings."""
+    for key in COUNTS + ("seed",):
+        value = body.get(key)
+        if value is not None and not is_integer(value):
+            return error(400, f"'{key}' : value must be an integer", param=key)
+        if key in COUNTS and value is not None and value < 1:
+            return error(400, f"Invalid '{key}': integer below minimum value. Expected a value >= 1, but got "
+                              f"{value} instead.", param=key, code="integer_below_min_value")
+    stop = body.get("stop")
+    if stop is not None and not isinstance(stop, str) and not (
+            isinstance(stop, list) and len(stop) <= 4 and all(isinstance(s, str) for s in stop)):
+        return error(400, "stop : one of the following must be satisfied\n  stop : value must be a string\n"
+                          "  stop : maximum number of items is 4", param="stop")
+    return None
+
+
+def check_values(body):
+    """Fields with a fixed set of values, and the ones Groq names but does not support."""
+    for key, allowed in ALLOWED.items():
+        if body.get(key) is not None and body[key] not in allowed:
+            return error(400, f"'{key}' : value is not one of the allowed values {allowed}", param=key)
+    for key in NOT_SUPPORTED:
+        if body.get(key) not in (None, False):
+            return error(400, f"`{key}` is not supported", param=key)
+    if body.get("include_reasoning") is not None and not isinstance(body["include_reasoning"], bool):
+        return error(400, "'include_reasoning' : value must be a boolean", param="include_reasoning")
+    if body.get("stream_options") is not None and not body.get("stream"):
+        return error(400, "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+                     param="stream_options")
+    return None
+
+
+def mentions_json(messages):
+    return any("json" in text_of(m.get("content")).lower() for m in messages if isinstance(m, dict))
+
+
+def check_response_format(body):
+    """text, json_object (only when some message says "json") or json_schema with a name and a schema."""
+    form = body.get("response_format")
+    if form is None:
+        return None
+    kind = form.get("type") if isinstance(form, dict) else None
+    if kind not in ("text", "json_object", "json_schema"):
+        return error(400, "'response_format.type' : value is not one of the allowed values "
+                          "['text', 'json_object', 'json_schema']", param="response_format")
+    if kind == "text":
+        return None
+    if kind == "json_object" and not mentions_json(body["messages"]):
+        return error(400, "'messages' must contain the word 'json' in some form, to use 'response_format' of "
+                          "type 'json_object'.", param="messages")
+    spec = form.get("json_schema")
+    if kind == "json_schema" and (not isinstance(spec, dict) or not isinstance(spec.get("name"), str)):
+        return error(400, "'response_format.json_schema.name' : property 'name' is missing", param="response_format")
+    if kind == "json_schema" and not isinstance(spec.get("schema", {}), dict):
+        return error(400, "'response_format.json_schema.schema' : value must be an object", param="response_format")
+    return None
+
+
+def check_groq_json_mode(body):
+    """Groq's limits on JSON mode, which OpenAI does not have: no tools with it, and json_schema not streamed."""
+    kind = (body.get("response_format") or {}).get("type")
+    if kind in ("json_object", "json_schema") and body.get("tools"):
+        return error(400, "json mode cannot be combined with tool/function calling", param="response_format")
+    if kind == "json_schema" and body.get("stream"):
+        return error(400, "`response_format` of type `json_schema` is not supported with streaming",
+                     param="response_format")
+    return None
+
+
+def check_reasoning(body):
+    """Groq's reasoning rules: one of include_reasoning and reasoning_format; raw neither with tools nor JSON."""
+    form = body.get("reasoning_format")
+    if form is None:
+        return None
+    if body.get("include_reasoning") is not None:
+        return error(400, "cannot specify both `include_reasoning` and `reasoning_format`")
+    if form == "raw" and "gpt-oss" in body["model"]:  # gpt-oss keeps its reasoning out of the content
+        return error(400, "`reasoning_format` is not supported with this model", param="reasoning_format")
+    json_mode = (body.get("response_format") or {}).get("type") in ("json_object", "json_schema")
+    if form == "raw" and (body.get("tools") or json_mode):
+        return error(400, "`reasoning_format` `raw` is not supported with tool use or JSON mode; use `parsed` "
+                          "or `hidden`", param="reasoning_format")
+    return None
+
+
 def exact_keys(at, value, keys):
     """The first problem with an object that must have exactly these keys, or None."""
     if not isinstance(value, dict):
@@ -162,29 +320,42 @@ def check_tool_calls(where, calls):
     return None
 
 
+def check_parts(at, parts, kinds):
+    """The first problem with a content array, or None. Example: [{"type": "text", "text": "hi"}] -> None"""
+    for j, part in enumerate(parts):
+        if not isinstance(part, dict) or part.get("type") not in kinds:
+            return f"('{at}.{j}.type' : value is not one of the allowed values {kinds})"
+        if part["type"] == "text" and not isinstance(part.get("text"), str):
+            return f"('{at}.{j}.text' : value must be a string)"
+    return None
+
+
+def check_content(where, role, msg):
+    """The first problem with a message's content, in Groq's words, or None."""
+    content, at = msg.get("content"), f"{where}.content"
+    if isinstance(content, str):
+        return None
+    if role in PART_TYPES and isinstance(content, list):
+        return check_parts(at, content, PART_TYPES[role])
+    if role == "user":
+        return f"('{at}' : value must be a string or an array of content parts)"
+    if role == "assistant" and content is None and msg.get("tool_calls"):
+        return None
+    return f"('{at}' : value must be a string)"
+
+
 def check_fields(where, role, msg):
     """The first problem with a message's fields, in Groq's words, or None."""
-    content = msg.get("content")
     if role == "tool":
         if "tool_call_id" not in msg:
             return f"('{where}.tool_call_id' : property 'tool_call_id' is missing)"
         if not isinstance(msg["tool_call_id"], str):
             return f"('{where}.tool_call_id' : value must be a string)"
-    if role in ("system", "developer", "tool") and not isinstance(content, str):
-        return f"('{where}.content' : value must be a string)"
-    if role == "user":
-        parts = isinstance(content, list) and all(isinstance(p, dict) and "type" in p for p in content)
-        if not isinstance(content, str) and not parts:
-            return f"('{where}.content' : value must be a string or an array of content parts)"
-    if role == "assistant":
-        calls = msg.get("tool_calls")
-        if calls is not None:
-            problem = check_tool_calls(where, calls)
-            if problem:
-                return problem
-        if not isinstance(content, str) and not (content is None and calls):
-            return f"('{where}.content' : value must be a string)"
-    return None
+    if role == "assistant" and msg.get("tool_calls") is not None:
+        problem = check_tool_calls(where, msg["tool_calls"])
+        if problem:
+            return problem
+    return check_content(where, role, msg)
 
 
 def check_message(i, msg):
@@ -247,16 +418,189 @@ def check_pairing(messages):
     return None
 
 
-def validate(body):
-    """The first reason to reject a chat request (as an error reply spec), or None."""
+# Request-wide checks, in order; each returns an error reply or None.
+CHECKS = (check_tool_choice, check_ranges, check_counts, check_values, check_response_format, check_reasoning)
+# Where Groq rejects what OpenAI takes, the path decides: /openai/v1 is Groq's, /v1 is OpenAI's.
+GROQ_CHECKS = (check_groq_json_mode,)
+
+
+def validate(body, groq=False):
+    """The first reason to reject a chat request (as an error reply spec), or None. groq: sent to Groq's path."""
     problem = check_top_level(body) or check_tools(body.get("tools"))
     if problem:
         return problem
+    for check in CHECKS + GROQ_CHECKS if groq else CHECKS:
+        problem = check(body)
+        if problem:
+            return problem
     for i, msg in enumerate(body["messages"]):
         problem = check_message(i, msg)
         if problem:
             return problem
     return check_pairing(body["messages"])
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON Schema, the small part the demo needs: fill a schema from what the conversation has, and check
+# a value against it. Tool arguments (tool_choice, a learner's own tool) and structured answers use both.
+
+def resolve(schema, root):
+    """The schema a "$ref" points at. Example: {"$ref": "#/$defs/Item"} -> root["$defs"]["Item"]"""
+    while isinstance(schema, dict) and "$ref" in schema:
+        node = root
+        for part in schema["$ref"].lstrip("#/").split("/"):
+            node = node.get(part, {}) if isinstance(node, dict) else {}
+        schema = node
+    return schema if isinstance(schema, dict) else {}
+
+
+def schema_type(schema):
+    """The JSON type a schema asks for: the first that is not null, else guessed from its keys.
+    Example: {"type": ["null", "integer"]} -> "integer" """
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind:
+        return kind
+    return "object" if "properties" in schema else "array" if "items" in schema else "string"
+
+
+def has_value(schema, name, facts):
+    """Whether an optional property has something worth sending: an example, a default, a file from the task."""
+    wants_file = schema_type(schema) == "string" and PATH_NAMES.search(name) and facts["files"]
+    return any(key in schema for key in ("examples", "default", "const")) or bool(wants_file)
+
+
+def fill(schema, name, facts, root=None, depth=0):
+    """A value for `schema` (the value of property `name`), taken from what the conversation has (facts):
+    the first of `examples`, else `default`, else a file the task names for a path-like string, else the
+    first `enum` value, else a value of the type. Example: {"properties": {"path": {"type": "string"}},
+    "required": ["path"]}, facts with files ["a.txt"] -> {"path": "a.txt"}"""
+    root = schema if root is None else root
+    schema = resolve(schema, root)
+    if schema.get("examples"):
+        return schema["examples"][0]
+    for key in ("default", "const"):
+        if key in schema:
+            return schema[key]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if schema.get(key):  # the first choice that is not null
+            choice = next((s for s in schema[key] if resolve(s, root).get("type") != "null"), schema[key][0])
+            return fill(choice, name, facts, root, depth)
+    kind = schema_type(schema)
+    if kind == "string" and PATH_NAMES.search(name) and facts["files"]:
+        return facts["files"][0]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    return FILL.get(kind, fill_string)(schema, name, facts, root, depth)
+
+
+def fill_object(schema, name, facts, root, depth):
+    required = schema.get("required") or []
+    value = {}
+    for key, sub in (schema.get("properties") or {}).items():
+        if depth < MAX_DEPTH and (key in required or has_value(resolve(sub, root), key, facts)):
+            value[key] = fill(sub, key, facts, root, depth + 1)
+    return value  # nothing beyond the properties, so additionalProperties: false holds
+
+
+def fill_array(schema, name, facts, root, depth):
+    """Names for an array of strings (the last listing's, else the task's files), else the fewest items allowed."""
+    items = resolve(schema.get("items") or {}, root)
+    value = []
+    if schema_type(items) == "string" and not items.get("enum"):
+        value = list(facts["names"])
+    while len(value) < schema.get("minItems", 0) and depth < MAX_DEPTH:
+        value.append(fill(items, name, facts, root, depth + 1))
+    return value[:schema.get("maxItems", len(value))]
+
+
+def fill_string(schema, name, facts, root, depth):
+    """A result line that names this property, else the answer, else quoted text from the task."""
+    words = [w for w in re.split(r"[\W_]+", name.lower()) if len(w) > 2]
+    line = next((line for line in facts["lines"] if any(w in line.lower() for w in words)), None)
+    text = line or facts["answer"] or facts["quoted"] or "example"
+    return text[:schema["maxLength"]] if "maxLength" in schema else text
+
+
+def fill_number(schema, name, facts, root, depth):
+    """A count from the results for a property named like one, else 0; kept within minimum and maximum."""
+    value = facts["count"] if COUNT_NAMES.search(name) and facts["count"] is not None else 0
+    low, high = schema.get("minimum", value), schema.get("maximum", value)
+    return min(max(value, low), max(high, low))
+
+
+FILL = {"object": fill_object, "array": fill_array, "string": fill_string, "integer": fill_number,
+        "number": fill_number, "boolean": lambda *args: True, "null": lambda *args: None}
+TYPES = {"object": dict, "array": list, "string": str, "integer": int, "number": (int, float),
+         "boolean": bool, "null": type(None)}
+
+
+def is_type(value, kind):
+    if kind in ("integer", "number") and isinstance(value, bool):
+        return False  # Python's True is an int; JSON's true is not a number
+    return isinstance(value, TYPES.get(kind, object))
+
+
+def schema_problem(value, schema, root=None, at="$"):
+    """The first way `value` breaks `schema` (the part of JSON Schema fill() writes), or None.
+    Example: 3, {"type": "string"} -> "$: expected string, got int" """
+    root = schema if root is None else root
+    schema = resolve(schema, root)
+    for key in ("anyOf", "oneOf"):
+        if schema.get(key) and all(schema_problem(value, s, root, at) for s in schema[key]):
+            return f"{at}: matches none of its {key}"
+    for sub in schema.get("allOf") or []:
+        problem = schema_problem(value, sub, root, at)
+        if problem:
+            return problem
+    if "const" in schema and value != schema["const"]:
+        return f"{at}: expected {json.dumps(schema['const'])}"
+    if "enum" in schema and value not in schema["enum"]:
+        return f"{at}: {json.dumps(value)} is not one of {json.dumps(schema['enum'])}"
+    kinds = schema.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    if kinds and not any(is_type(value, kind) for kind in kinds):
+        return f"{at}: expected {' or '.join(kinds)}, got {type(value).__name__}"
+    if isinstance(value, dict):
+        return object_problem(value, schema, root, at)
+    if isinstance(value, list):
+        return array_problem(value, schema, root, at)
+    return bounds_problem(value, schema, at)
+
+
+def object_problem(value, schema, root, at):
+    properties, extra = schema.get("properties") or {}, schema.get("additionalProperties", True)
+    for key in schema.get("required") or []:
+        if key not in value:
+            return f"{at}: missing required property {key!r}"
+    for key, item in value.items():
+        if key not in properties and extra is False:
+            return f"{at}: property {key!r} is not allowed"
+        sub = properties.get(key, extra if isinstance(extra, dict) else {})
+        problem = schema_problem(item, sub, root, f"{at}.{key}")
+        if problem:
+            return problem
+    return None
+
+
+def array_problem(value, schema, root, at):
+    if len(value) < schema.get("minItems", 0) or len(value) > schema.get("maxItems", len(value)):
+        return f"{at}: {len(value)} items is outside minItems/maxItems"
+    for i, item in enumerate(value):
+        problem = schema_problem(item, schema.get("items") or {}, root, f"{at}[{i}]")
+        if problem:
+            return problem
+    return None
+
+
+def bounds_problem(value, schema, at):
+    if is_type(value, "number") and not schema.get("minimum", value) <= value <= schema.get("maximum", value):
+        return f"{at}: {value} is outside minimum/maximum"
+    if isinstance(value, str) and len(value) > schema.get("maxLength", len(value)):
+        return f"{at}: longer than maxLength"
+    return None
+
 
 
 # ---------------------------------------------------------------------------------------------
@@ -310,16 +654,42 @@ def prose(task):
     return re.sub(r'`[^`]*`|"[^"]*"|\w+://\S+', lambda m: " " * len(m.group()), task)
 
 
-def plan(task, tools):
-    """The tool calls the task asks for, in the order the task mentions them, as (name, arguments)."""
-    commands = re.finditer(r"`([^`]+)`", task)
-    steps = [(m.start(), "run_shell", {"command": m.group(1).strip()}) for m in commands]
+def mention(task, name):
+    """Where the task names a tool, by its name or by its words. Example: "count lines of a.txt", "count_lines" -> 0"""
+    words = r"[\s_-]+".join(re.escape(word) for word in re.split(r"[_-]+", name) if word)
+    found = re.search(rf"(?<![\w-]){words}(?![\w-])", task, re.IGNORECASE)
+    return found.start() if found else None
+
+
+def own_tool_steps(task, tools, done):
+    """Calls to the tools a learner added (any not in KNOWN_TOOLS) that the task names and that were not called
+    yet, as (position, name, arguments); a tool that takes the final answer gets the answer so far."""
+    steps, called = [], {name for name, _, _ in done}  # once: arguments filled from new results would differ
+    for name, parameters in tools.items():
+        where = mention(task, name) if name not in KNOWN_TOOLS and name not in called else None
+        if where is not None:
+            answer = final_answer(task, done, []) if done and FINAL_TOOLS.search(name) else None
+            steps.append((where, name, arguments_for(name, parameters, facts_for(task, done, answer))))
+    return steps
+
+
+def plan(task, tools, done=()):
+    """The tool calls the task asks for, in the order the task mentions them, as (name, arguments).
+    tools maps each offered tool's name to its parameters schema; done is the calls made so far."""
+    steps = own_tool_steps(task, tools, done)
+    named = {name for name in tools if name not in KNOWN_TOOLS}  # `count_lines` names that tool: not a command
+    mine = [args for _, _, args in steps] + [args for name, args, _ in done if name not in KNOWN_TOOLS]
+    taken = {value for args in mine for value in args.values() if isinstance(value, str)}
+    commands = [m for m in re.finditer(r"`([^`]+)`", task) if m.group(1).strip() not in named]
+    steps += [(m.start(), "run_shell", {"command": m.group(1).strip()}) for m in commands]
     outside = prose(task)
     listing = LIST_WORDS.search(outside)
     if listing:
         steps.append((listing.start(), "list_dir", {"path": "."}))
     text = re.search(r'"([^"]*)"', task)
     for name in file_names(outside):
+        if name in taken:
+            continue  # a learner's tool already takes this file
         if WRITE_WORDS.search(outside) and text and "write_file" in tools:
             # "text" is a first guess, as real models make; the harness's error shows the right name
             steps.append((outside.index(name), "write_file", {"path": name, "text": text.group(1) + "\n"}))
@@ -383,13 +753,18 @@ def is_error(result):
     return result.strip().lower().startswith("error")
 
 
+def entries(result):
+    """The names in a list_dir result. Example: "a.txt\ntests/\n" -> ["a.txt", "tests/"]"""
+    return [line.strip() for line in result.splitlines() if line.strip() not in ("", "(empty directory)")]
+
+
 def describe_listing(args, result, keywords):
     if is_error(result):
         return f"I could not list {args.get('path', '.')}: {result.strip()}"
-    names = [line.strip() for line in result.splitlines() if line.strip() not in ("", "(empty directory)")]
+    names = entries(result)
     shown = names[:MAX_ENTRIES] + (["..."] if len(names) > MAX_ENTRIES else [])
-    entries = f"{len(names)} entr" + ("y" if len(names) == 1 else "ies")
-    return f"The directory holds {entries}: {', '.join(shown)}."
+    count = f"{len(names)} entr" + ("y" if len(names) == 1 else "ies")
+    return f"The directory holds {count}: {', '.join(shown)}."
 
 
 def describe_file(args, result, keywords):
@@ -454,32 +829,81 @@ def why(calls, skipped):
     name, args = calls[0]
     asks = {"list_dir": "asks for the files here", "read_file": f"names the file {args.get('path')}",
             "run_shell": f"gives the command `{args.get('command')}`",
-            "write_file": f"asks me to write {args.get('path')}"}.get(name, f"needs {name}")
+            "write_file": f"asks me to write {args.get('path')}"}.get(name, f"names the tool {name}")
     return said + f"The task {asks}, so I call {name}."
 
 
-def policy(body):
-    """The demo policy: a request body -> a reply spec (content, tool_calls, reasoning, or an error)."""
+
+
+def last_listing(done):
+    """The entries of the latest list_dir that worked, or None."""
+    for name, _, result in reversed(done):
+        if name == "list_dir" and not is_error(result):
+            return entries(result)
+    return None
+
+
+def count_of(done, listed):
+    """A count found in the results: the size of the last listing, else the first number in the last result."""
+    if not done:
+        return None
+    name, _, result = done[-1]
+    if name == "list_dir" and listed is not None:
+        return len(listed)
+    number = re.search(r"\d+", result)
+    return int(number.group()) if number else None
+
+
+def facts_for(task, done, answer=None):
+    """What fill() takes values from: the task's files and quoted text, the last listing, a count and, for
+    an answer, the result lines (a property named like a word in a line gets that line)."""
+    listed, files = last_listing(done), file_names(prose(task))
+    quoted = re.search(r'"([^"]*)"', task)
+    lines = [line.strip() for _, _, result in done for line in result.splitlines() if line.strip()]
+    return {"files": files, "quoted": quoted.group(1) if quoted else None, "answer": answer,
+            "names": files if listed is None else listed, "count": count_of(done, listed),
+            "lines": lines if answer is not None else []}
+
+
+def arguments_for(name, parameters, facts):
+    """Arguments for a call the task did not spell out: list_dir lists here; any other tool fills its schema."""
+    if name == "list_dir":
+        return {"path": "."}
+    return fill({"type": "object", **parameters}, "", facts)
+
+
+def fitting_tool(tools):
+    """The tool to call when a call is required: one that takes the final answer, else list_dir, else the first."""
+    final = [name for name in tools if FINAL_TOOLS.search(name)]
+    return final[0] if final else "list_dir" if "list_dir" in tools else next(iter(tools))
+
+
+def situation(body):
+    """The task (the last user message), the calls made so far with their results, and the tools offered
+    (name -> parameters schema)."""
     messages = body.get("messages") or []
     users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
     task = text_of(users[-1].get("content")) if users else ""
-    done = tool_history(messages)
-    offered = [tool["function"].get("name") for tool in body.get("tools") or []]
-    can_call = bool(offered) and body.get("tool_choice") != "none"
-    called_before = any(m.get("role") == "assistant" and m.get("tool_calls") for m in messages)
-    if not can_call and not called_before:
-        return {"reasoning": "A plain chat with no tools, so I say who I am.", "content": HELLO}
+    tools = {tool["function"]["name"]: tool["function"].get("parameters") or {} for tool in body.get("tools") or []}
+    return task, tool_history(messages), tools
 
-    steps = plan(task, offered if can_call else KNOWN_TOOLS)
+
+def next_step(body, task, done, tools):
+    """What the task needs next: tool calls, a text answer, or Groq's 400 when the tools are gone but a call is due."""
+    called_before = any(m.get("role") == "assistant" and m.get("tool_calls") for m in body["messages"])
+    if not tools and not called_before:
+        return {"reasoning": "A plain chat with no tools, so I say who I am.", "content": HELLO}
+    steps = plan(task, tools or dict.fromkeys(KNOWN_TOOLS, {}), done)
     calls, skipped = next_calls(steps, done, sequential=bool(re.search(r"\bthen\b", task, re.IGNORECASE)))
-    if not calls and can_call and next_page(task, done):
+    if not calls and tools and next_page(task, done):
         calls = [next_page(task, done)]  # the file came back cut, and the task wants all of it
-    if calls and not can_call:
+    if calls and not tools:
         # What Groq does when a learner stops sending tools mid-conversation: the model calls one anyway.
         name, args = calls[0]
         return error(400, "Tool choice is none, but model called a tool", code="tool_use_failed",
                      failed_generation=json.dumps({"name": name, "arguments": args}))
     if calls:
+        calls = calls[:1] if body.get("parallel_tool_calls") is False else calls  # the rest on later turns
         return {"reasoning": why(calls, skipped),
                 "tool_calls": [{"name": name, "arguments": args} for name, args in calls]}
     if not steps and not done:
@@ -487,6 +911,56 @@ def policy(body):
                 "content": HELP}
     return {"reasoning": "Every step is done, so I answer from the tool results.",
             "content": final_answer(task, done, skipped)}
+
+
+def obey(reply, choice, tools, task, done):
+    """The reply as tool_choice "required" (some call) or a named function (exactly that call) makes it."""
+    named = choice["function"]["name"] if isinstance(choice, dict) else None
+    calls = reply.get("tool_calls") or []
+    if calls and named is None:
+        return reply  # a call was required, and the policy makes some anyway
+    mine = [call for call in calls if call["name"] == named]
+    if mine:
+        return {"reasoning": f"The request names {named}, so I call it.", "tool_calls": mine[:1]}
+    if "status" in reply:
+        return reply  # an error stays an error
+    name = named or fitting_tool(tools)
+    answer = reply.get("content") if FINAL_TOOLS.search(name) else None
+    why_this = f"names {name}" if named else f"requires a tool call, and {name} fits best"
+    arguments = arguments_for(name, tools[name], facts_for(task, done, answer))
+    return {"reasoning": f"The request {why_this}, so I call it.",
+            "tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+def structured(reply, body, task, done):
+    """A text reply in the shape response_format asks for: {"answer": text} for json_object; for json_schema,
+    the schema filled from the tool results (checked against the schema: a mismatch is a bug here)."""
+    form = body.get("response_format") or {}
+    if "content" not in reply or form.get("type") not in ("json_object", "json_schema"):
+        return reply
+    if form["type"] == "json_object":
+        return {**reply, "content": json.dumps({"answer": reply["content"]})}
+    schema = form["json_schema"].get("schema") or {}
+    value = fill(schema, "", facts_for(task, done, reply["content"]))
+    problem = schema_problem(value, schema)
+    assert problem is None, f"fill() wrote {value!r}, which breaks the schema: {problem}"
+    return {**reply, "content": json.dumps(value)}
+
+
+def policy(body):
+    """The demo policy: a request body -> a reply spec (content, tool_calls, reasoning, or an error)."""
+    task, done, tools = situation(body)
+    choice = body.get("tool_choice", "auto")
+    if choice == "none" and not done:
+        reply = {"reasoning": "A plain chat with no tools, so I say who I am.", "content": HELLO}
+    elif choice == "none":  # no call, whatever the task still wants: answer from what there is
+        reply = {"reasoning": "tool_choice is none, so I answer from the results I have.",
+                 "content": final_answer(task, done, [])}
+    else:
+        reply = next_step(body, task, done, tools)
+    if choice not in ("none", "auto"):
+        reply = obey(reply, choice, tools, task, done)
+    return structured(reply, body, task, done)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -518,25 +992,78 @@ def build_message(spec, messages):
     return message
 
 
-def estimate_usage(body, message):
-    """About four characters a token: enough for token budgets to work offline."""
-    prompt = len(json.dumps(body["messages"]) + json.dumps(body.get("tools") or [])) // 4 + 1
-    completion = len(json.dumps(message)) // 4 + 1
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+def show_reasoning(message, body):
+    """The reasoning as the request wants it: a field (parsed, the default), gone (include_reasoning false,
+    hidden), or in the content between <think> tags (raw)."""
+    if "reasoning" not in message:
+        return message
+    form = body.get("reasoning_format")
+    if body.get("include_reasoning") is False or form == "hidden":
+        return {key: value for key, value in message.items() if key != "reasoning"}
+    if form == "raw":
+        shown = {key: value for key, value in message.items() if key != "reasoning"}
+        return {**shown, "content": f"<think>\n{message['reasoning']}\n</think>\n\n{message.get('content') or ''}"}
+    return message
 
 
-def finish_reason(spec, message):
-    return spec.get("finish_reason") or ("tool_calls" if message.get("tool_calls") else "stop")
+def cut_to(message, limit):
+    """The message cut to `limit` tokens of text and tool arguments (reasoning is free), and whether it was cut.
+    Example: content "abcdefghij", limit 2 -> content "abcdefgh", True (4 characters a token)"""
+    budget = limit * CHARS_PER_TOKEN
+    content = message.get("content") or ""
+    if len(content) > budget:  # the text ran out of tokens: no tool call comes after it
+        return {**{k: v for k, v in message.items() if k != "tool_calls"}, "content": content[:budget]}, True
+    budget -= len(content)
+    calls = message.get("tool_calls") or []
+    for i, call in enumerate(calls):
+        arguments = call["function"]["arguments"]
+        if len(arguments) > budget:  # this call's arguments stop mid-way: invalid JSON, as real models send
+            cut = {**call, "function": {**call["function"], "arguments": arguments[:budget]}}
+            return {**message, "tool_calls": calls[:i] + [cut]}, True
+        budget -= len(arguments)
+    return message, False
+
+
+def timed(prompt, completion):
+    """Token counts with Groq's usage timings (seconds) beside them, in Groq's order."""
+    prompt_time = round(prompt * PROMPT_SECONDS_PER_TOKEN, 6)
+    completion_time = round(completion / TOKENS_PER_SECOND, 6)
+    return {"queue_time": QUEUE_SECONDS, "prompt_tokens": prompt, "prompt_time": prompt_time,
+            "completion_tokens": completion, "completion_time": completion_time,
+            "total_tokens": prompt + completion, "total_time": round(prompt_time + completion_time, 6)}
+
+
+def estimate_usage(body, message, limit=None, cut=False):
+    """About four characters a token: enough for token budgets to work offline. A limit caps the completion."""
+    prompt = len(json.dumps(body["messages"]) + json.dumps(body.get("tools") or [])) // CHARS_PER_TOKEN + 1
+    completion = len(json.dumps(message)) // CHARS_PER_TOKEN + 1
+    if limit:
+        completion = limit if cut else min(completion, limit)
+    return timed(prompt, completion)
+
+
+def assemble(spec, body):
+    """The assistant message for a reply spec as the request shapes it (reasoning shown or not, max tokens),
+    with its finish_reason and usage."""
+    message, cut = build_message(spec, body["messages"]), False
+    limit = body.get("max_completion_tokens") or body.get("max_tokens")
+    if "message" not in spec:
+        message = show_reasoning(message, body)
+        if limit:
+            message, cut = cut_to(message, limit)
+    finish = spec.get("finish_reason") or ("length" if cut else "tool_calls" if message.get("tool_calls") else "stop")
+    if spec.get("usage") is False:  # a server that counts nothing: the harness must estimate
+        return message, finish, None
+    return message, finish, spec.get("usage") or estimate_usage(body, message, limit, cut)
 
 
 def completion(spec, body, request_id):
-    message = build_message(spec, body["messages"])
+    message, finish, usage = assemble(spec, body)
     return {"id": f"chatcmpl-{uuid.uuid4()}", "object": "chat.completion", "created": int(time.time()),
             "model": body["model"],
-            "choices": [{"index": 0, "message": message, "logprobs": None,
-                         "finish_reason": finish_reason(spec, message)}],
-            "usage": spec.get("usage") or estimate_usage(body, message),
-            "system_fingerprint": FINGERPRINT, "x_groq": {"id": request_id}}
+            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+            **({"usage": usage} if usage else {}), "system_fingerprint": FINGERPRINT,
+            "x_groq": {"id": request_id}, "service_tier": "on_demand"}
 
 
 def pieces(text):
@@ -549,10 +1076,25 @@ def sse(data):
     return f"data: {json.dumps(data)}\n\n"
 
 
+def call_deltas(message, split):
+    """The tool-call deltas: each call whole (Groq), or with split, id and name once and then the arguments
+    in fragments of that many characters (OpenAI)."""
+    deltas = []
+    for index, call in enumerate(message.get("tool_calls") or []):
+        if not split:
+            deltas.append({"tool_calls": [{"index": index, **call}]})
+            continue
+        fn, arguments = call["function"], call["function"]["arguments"]
+        deltas.append({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                       "function": {"name": fn["name"], "arguments": ""}}]})
+        deltas += [{"tool_calls": [{"index": index, "function": {"arguments": arguments[i:i + split]}}]}
+                   for i in range(0, len(arguments), split)]
+    return deltas
+
+
 def stream_events(spec, body, request_id):
     """The SSE events for a reply, and whether the stream ends normally with [DONE]."""
-    message = build_message(spec, body["messages"])
-    usage = spec.get("usage") or estimate_usage(body, message)
+    message, finish, usage = assemble(spec, body)
     head = {"id": f"chatcmpl-{uuid.uuid4()}", "object": "chat.completion.chunk", "created": int(time.time()),
             "model": body["model"], "system_fingerprint": FINGERPRINT}
 
@@ -564,27 +1106,23 @@ def stream_events(spec, body, request_id):
     if message.get("reasoning"):
         events.append(chunk({"reasoning": message["reasoning"]}))
     events += [chunk({"content": piece}) for piece in pieces(message.get("content") or "")]
-    split = spec.get("split_arguments")
-    for index, call in enumerate(message.get("tool_calls") or []):
-        if not split:  # Groq style: the whole call in one delta
-            events.append(chunk({"tool_calls": [{"index": index, **call}]}))
-            continue
-        # OpenAI style: id and name once, then the arguments in fragments
-        fn, arguments = call["function"], call["function"]["arguments"]
-        events.append(chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
-                                             "function": {"name": fn["name"], "arguments": ""}}]}))
-        for i in range(0, len(arguments), split):
-            fragment = {"index": index, "function": {"arguments": arguments[i:i + split]}}
-            events.append(chunk({"tool_calls": [fragment]}))
+    events += [chunk(delta) for delta in call_deltas(message, spec.get("split_arguments"))]
     if spec.get("error_event") is not None:
         events.append(f"event: error\ndata: {json.dumps({'error': spec['error_event']})}\n\n")
         return events, False
     # Groq puts usage on the finish chunk; include_usage adds OpenAI's usage-only chunk as well.
-    finish = finish_reason(spec, message)
-    events.append(chunk({}, finish, usage=usage, x_groq={"id": request_id, "usage": usage}))
-    if (body.get("stream_options") or {}).get("include_usage"):
+    events.append(chunk({}, finish, **({"usage": usage, "x_groq": {"id": request_id, "usage": usage}} if usage
+                                       else {"x_groq": {"id": request_id}})))
+    if usage and (body.get("stream_options") or {}).get("include_usage"):
         events.append(sse({**head, "choices": [], "usage": usage}))
     return events, True
+
+
+def scripted_events(spec, body, request_id):
+    """A stream's events: exactly the scripted "events" if there are any, else the reply's own."""
+    if "events" not in spec:
+        return stream_events(spec, body, request_id)
+    return [event if isinstance(event, str) else sse(event) for event in spec["events"]], spec.get("done", True)
 
 
 def parse_json(raw):
@@ -594,31 +1132,74 @@ def parse_json(raw):
         return None
 
 
-def respond(server, method, path, headers, body):
-    """Decide the reply spec for one request: auth, route, JSON, model, validation, script or policy."""
-    path = path.split("?")[0]
-    if server.api_key is not None and headers.get("Authorization") != f"Bearer {server.api_key}":
-        return error(401, "Invalid API Key", code="invalid_api_key")
-    if method == "GET" and path.endswith("/models"):
-        names = [MODEL] + [m for m in server.models or [] if m != MODEL]
-        return {"status": 200, "body": {"object": "list", "data": [
-            {"id": name, "object": "model", "created": 0, "owned_by": "demo"} for name in names]}}
-    if method != "POST" or not path.endswith("/chat/completions"):
-        return error(404, f"Unknown request URL: {method} {path}. Please check the URL for typos.",
-                     code="unknown_url")
+# ---------------------------------------------------------------------------------------------
+# Routes: the real paths only, as Groq serves them under /openai/v1 and OpenAI under /v1.
+
+def unknown_url(method, path):
+    return error(404, f"Unknown request URL: {method} {path}. Please check the URL for typos, or see the docs "
+                      f"at {GROQ_DOCS}", code="unknown_url")
+
+
+def model_not_found(name):
+    return error(404, f"The model `{name}` does not exist or you do not have access to it.", code="model_not_found")
+
+
+def model_object(name):
+    return {"id": name, "object": "model", "created": 0, "owned_by": "demo"}
+
+
+def models_reply(server, name):
+    """GET {prefix}/models (the list) or {prefix}/models/{name} (one model, or Groq's 404)."""
+    names = [MODEL] + [m for m in server.models or [] if m != MODEL]
+    if name is None:
+        return {"status": 200, "body": {"object": "list", "data": [model_object(n) for n in names]}}
+    if server.models is not None and name not in names:
+        return model_not_found(name)
+    return {"status": 200, "body": model_object(name)}  # with no model list, every name is served
+
+
+def chat_reply(server, body, groq):
+    """A chat request's reply: a 400 or 404 for a bad request, else the next scripted reply or the policy."""
     if not isinstance(body, dict):
         return error(400, "We could not parse the JSON body of your request: the API expects a JSON object.")
     model = body.get("model")
     if not isinstance(model, str) or not model:
         return error(400, "property 'model' is missing", param="model")
     if server.models is not None and model not in [MODEL, *server.models]:
-        return error(404, f"The model `{model}` does not exist or you do not have access to it.",
-                     code="model_not_found")
-    return validate(body) or server.next_reply() or {"policy": True}
+        return model_not_found(model)
+    return validate(body, groq) or server.next_reply() or {"policy": True}
+
+
+def respond(server, method, path, headers, body):
+    """Decide the reply spec for one request: auth, route, then the route's own reply."""
+    path = path.split("?")[0]
+    if server.api_key is not None and headers.get("Authorization") != f"Bearer {server.api_key}":
+        return error(401, "Invalid API Key", code="invalid_api_key")
+    route = ROUTE.fullmatch(path)
+    endpoint, rest = route.groups() if route else (None, None)
+    if method == "POST" and endpoint == "chat/completions" and rest is None:
+        return chat_reply(server, body, groq=path.startswith("/openai/"))
+    if method == "GET" and endpoint == "models":
+        return models_reply(server, rest)
+    return unknown_url(method, path)  # Groq's answer for a wrong path and for a wrong method alike
 
 
 # ---------------------------------------------------------------------------------------------
 # The HTTP server.
+
+def too_large(size):
+    return error(413, f"Request Entity Too Large: the body is {size} bytes, and the limit is {MAX_BODY_BYTES}.",
+                 code="request_too_large")
+
+
+def chunk_size(line):
+    """The size a chunked body's size line gives, or None. Example: b"1a;name=x\r\n" -> 26"""
+    try:
+        size = int(line.split(b";")[0], 16)
+    except ValueError:
+        return None
+    return size if size >= 0 else None
+
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"   # keep-alive: the openai client reuses its connection
@@ -630,51 +1211,105 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         self.answer()
 
-    def do_POST(self):
-        self.answer()
+    # Every method is answered the same way: the routes decide what is served (a 404 for the rest).
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
 
     def answer(self):
+        self.request_id = "req_" + uuid.uuid4().hex[:26]
+        self.faults = {}
         try:
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            raw, problem = self.read_body()
             body = parse_json(raw)
             self.server.record(self.command, self.path, self.headers, body)
-            self.request_id = "req_" + uuid.uuid4().hex[:26]
-            reply = respond(self.server, self.command, self.path, self.headers, body)
-            time.sleep(reply.get("delay", 0))
-            if reply.get("drop"):
-                self.close_connection = True  # hang up without a word, like a crashed proxy
-                return
-            spec = policy(body) if reply.get("policy") else reply
-            if "status" in spec:
-                self.send_body(spec["status"], spec.get("body"), spec.get("headers"))
-            elif body.get("stream"):
-                self.send_stream(spec, body)
-            else:
-                self.send_body(200, completion(spec, body, self.request_id))
-        except (BrokenPipeError, ConnectionResetError):
+            self.send_reply(problem or respond(self.server, self.command, self.path, self.headers, body), body)
+        except ConnectionError:
             self.close_connection = True  # the client hung up; there is no one left to tell
 
-    def send_body(self, status, body, headers=None):
+    def read_body(self):
+        """The request body, and an error reply instead when it cannot or must not be read."""
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            return self.read_chunked()
+        length = (self.headers.get("Content-Length") or "0").strip()
+        if not (length.isascii() and length.isdigit()):
+            self.close_connection = True  # where this body ends is anyone's guess
+            return None, error(400, f"Invalid Content-Length header: {length!r}")
+        if int(length) > MAX_BODY_BYTES:
+            self.close_connection = True
+            self.skip(min(int(length), MAX_DRAIN_BYTES))  # read it, so the client is listening for the 413
+            return None, too_large(int(length))
+        return self.rfile.read(int(length)), None
+
+    def read_chunked(self):
+        """A body sent as chunks: a hex size line, that many bytes and a line end, until a size of 0."""
+        data, size = bytearray(), 0
+        while True:
+            length = chunk_size(self.rfile.readline(MAX_LINE))
+            if length is None:
+                self.close_connection = True
+                return None, error(400, "Invalid chunked request body: a chunk size line is not a hex number.")
+            size += length
+            if length == 0 or size > MAX_DRAIN_BYTES:
+                break
+            if size > MAX_BODY_BYTES:
+                self.skip(length)  # too large already: read on, keep nothing
+            else:
+                data += self.rfile.read(length)
+            self.rfile.readline(MAX_LINE)  # the line end after each chunk
+        while length == 0 and self.rfile.readline(MAX_LINE) not in (b"\r\n", b"\n", b""):
+            pass  # trailer lines, up to the blank line that ends the request
+        if size > MAX_BODY_BYTES:
+            self.close_connection = True
+            return None, too_large(size)
+        return bytes(data), None
+
+    def skip(self, size):
+        while size > 0:
+            got = self.rfile.read(min(size, 65536))
+            if not got:
+                return
+            size -= len(got)
+
+    def send_reply(self, reply, body):
+        """Send a reply spec: wait or hang up if it says so, then a status reply, a stream or a completion."""
+        self.faults = reply  # the scripted item's transport keys (trickle, keepalive...) hold for the policy too
+        time.sleep(reply.get("delay", 0))
+        if reply.get("drop"):
+            self.close_connection = True  # hang up without a word, like a crashed proxy
+            return
+        spec = policy(body) if reply.get("policy") else reply
+        if "status" in spec:
+            self.send_body(spec["status"], spec.get("body"), spec.get("headers"), spec.get("content_type"))
+        elif body.get("stream"):
+            self.send_stream(spec, body)
+        else:
+            self.send_body(200, completion(spec, body, self.request_id))
+
+    def send_body(self, status, body, headers=None, kind=None):
         if body is None:
             body = {"error": {"message": STATUS_TEXT.get(status, "Error"),
                               "type": "server_error" if status >= 500 else "invalid_request_error"}}
         if isinstance(body, (dict, list)):
-            data, kind = json.dumps(body).encode(), "application/json"
+            data, default = json.dumps(body).encode(), "application/json"
         else:
-            data, kind = str(body).encode(), "text/html; charset=utf-8"  # e.g. a proxy's 502 page
+            data, default = str(body).encode(), "text/html; charset=utf-8"  # e.g. a proxy's 502 page
+        forever = self.faults.get("trickle_forever")
         self.send_response(status)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Content-Type", kind or default)
+        self.send_header(*(("Connection", "close") if forever else ("Content-Length", str(len(data)))))
         self.send_header("x-request-id", self.request_id)
         for name, value in (headers or {}).items():
             self.send_header(name, str(value))
         self.end_headers()
-        self.wfile.write(data)
+        if forever:
+            self.hold(b" ", forever)  # JSON whitespace: the body never ends
+        elif self.command != "HEAD":
+            self.write(data)
 
     def send_stream(self, spec, body):
-        events, complete = stream_events(spec, body, self.request_id)
-        if spec.get("cut_after") is not None:
-            events, complete = events[:spec["cut_after"]], False
+        events, complete = scripted_events(spec, body, self.request_id)
+        if self.faults.get("cut_after") is not None:
+            events, complete = events[:self.faults["cut_after"]], False
+        events = [KEEP_ALIVE] * self.faults.get("keepalive", 0) + events
         # An SSE body has no length: closing the connection is what ends it.
         self.close_connection = True
         self.send_response(200)
@@ -683,29 +1318,77 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.send_header("x-request-id", self.request_id)
         self.end_headers()
+        if self.faults.get("trickle_forever"):
+            return self.hold(KEEP_ALIVE.encode(), self.faults["trickle_forever"])
         for event in events:
-            self.wfile.write(event.encode())
+            self.write(event.encode())
         if complete:
-            self.wfile.write(b"data: [DONE]\n\n")
+            self.write(b"data: [DONE]\n\n")
+
+    def write(self, data):
+        """Send bytes: at once, or with the script's "trickle" one byte at a time, that many seconds apart."""
+        pause = self.faults.get("trickle")
+        if not pause:
+            self.wfile.write(data)
+            return
+        for i in range(len(data)):
+            self.wfile.write(data[i:i + 1])
+            if self.server.stopping.wait(pause):
+                raise ConnectionAbortedError("the server is stopping")  # ends this handler like a hang-up
+
+    def hold(self, beat, pause):
+        """Send `beat` every `pause` seconds until the client hangs up (a write fails) or the server stops."""
+        self.close_connection = True
+        while not self.server.stopping.is_set():
+            self.wfile.write(beat)
+            self.server.stopping.wait(pause)
 
 
 class DemoServer(ThreadingHTTPServer):
     """The running server and its state: the scripted replies still to send and the requests received."""
     daemon_threads = True  # a client that never hangs up must not keep Python running
 
-    def __init__(self, script=None, api_key=None, models=None, host="127.0.0.1", port=0):
+    def __init__(self, script=None, api_key=None, models=None, host="127.0.0.1", port=0, keep=None):
         super().__init__((host, port), Handler)
         self.api_key, self.models = api_key, models
         self.port = self.server_address[1]
         self.url = f"http://{host}:{self.port}/v1"
-        self.requests = []
+        # keep: how many requests to remember (None: all, as tests want; a long-running server keeps a few)
+        self.requests = [] if keep is None else deque(maxlen=keep)
         self.script = deque()
         self.lock = threading.Lock()  # handler threads share the queue and the record
+        self.stopping = threading.Event()  # set by stop(): ends trickles and held-open replies
         self.thread = None
         self.push(*(script or []))
 
     def push(self, *replies):
-        """Queue scripted replies; a bare string means {"content": that string}."""
+        """Queue scripted replies, sent one a request in order; a bare string means {"content": that string}.
+
+        What a reply says (any mix):
+          {"content": "hi", "reasoning": "r"}                       a text answer
+          {"tool_calls": [{"name": "read_file", "arguments": {"path": "a"}, "id": "c1"}]}  ("id" optional;
+                                                                    "arguments" as a str is sent verbatim)
+          {"finish_reason": "length", "usage": {...}}               override what the demo would compute
+          {"usage": False}                                          send no usage at all, as some servers do
+          {"message": {...}}                                        this exact message, nothing added
+          {"policy": True}                                          let the demo policy answer this one
+          {"status": 429, "body": {...}, "headers": {"retry-after": "1"}}  any status and body; a str body is
+                                                                    sent verbatim ("" too)
+          {"status": 200, "body": "data: [DONE]\\n\\n", "content_type": "text/event-stream"}  its Content-Type
+        How it travels:
+          {"delay": 0.5}                wait this long first
+          {"drop": True}                hang up without answering
+          {"trickle": 0.05}             send the body one byte at a time, this many seconds apart
+          {"trickle_forever": 1}        headers, then forever a byte a second: a space (JSON), or a
+                                        ": keep-alive" line (stream), until the client hangs up
+        For a stream request:
+          {"split_arguments": 3}        tool-call arguments in 3-character fragments (OpenAI style)
+          {"cut_after": 2}              only the first 2 events, then hang up (no [DONE])
+          {"error_event": {"message": "x", "type": "server_error"}}  an error event instead of the finish
+          {"keepalive": 3}              3 ": keep-alive" comment lines before the first event
+          {"events": [{"choices": []}, "data: raw\\n\\n"], "done": False}  exactly these events (a dict as
+                                        "data: <json>", a str as it is), then [DONE] unless "done" is False
+        """
         with self.lock:
             self.script.extend({"content": r} if isinstance(r, str) else dict(r) for r in replies)
 
@@ -720,6 +1403,7 @@ class DemoServer(ThreadingHTTPServer):
             self.requests.append(entry)
 
     def stop(self):
+        self.stopping.set()
         if self.thread is not None:
             self.shutdown()
             self.thread.join()
@@ -751,7 +1435,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         script = json.loads(Path(args.script).read_text(encoding="utf-8")) if args.script else None
-        server = DemoServer(script, args.key, port=args.port)
+        server = DemoServer(script, args.key, port=args.port, keep=KEEP_REQUESTS)
     except (OSError, ValueError) as e:
         parser.error(str(e))
     print(f"demo model listening on {server.url} (Ctrl-C to stop)", flush=True)
@@ -759,6 +1443,7 @@ def main(argv=None):
         server.serve_forever()
     except KeyboardInterrupt:
         pass
+    server.stopping.set()
     server.server_close()
     return 0
 

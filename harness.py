@@ -6,14 +6,15 @@ Run:  python harness.py "List the files here, then read backend.py and tell me w
 Every call is checked against its tool's schema, a write or a command that is not plainly read-only runs only
 after you say yes, the calls of one turn run at the same time, and every run ends with a status and exit code.
 """
+import time
+
+STARTED = time.monotonic()  # --deadline counts from here: the imports below take most of a second
+
 import argparse
 import json
 import os
 import signal
 import sys
-import time
-import uuid
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -102,7 +103,7 @@ class Trace:
     once, so runs sharing a file never mix their lines, and a crash loses nothing already done."""
 
     def __init__(self, path=None):
-        self.run, self.file = uuid.uuid4().hex[:12], None
+        self.run, self.file = os.urandom(6).hex(), None
         try:
             self.file = open(path, "ab", buffering=0) if path else None
         except OSError as error:
@@ -301,7 +302,7 @@ def fresh_ids(calls, used):
     a fresh id before anything refers to it, or the next request breaks the API's pairing rules."""
     for call in calls:
         if not call.id or call.id in used:
-            call.id = f"call_{uuid.uuid4().hex[:24]}"
+            call.id = f"call_{os.urandom(12).hex()}"
         used.add(call.id)
 
 
@@ -473,6 +474,8 @@ def execute(settings, actions):
     if len(actions) == 1:
         yield actions[0][0], *outcome(*actions[0])
         return
+    from concurrent.futures import ThreadPoolExecutor, as_completed  # here: `--help` should not wait for it
+
     pool = ThreadPoolExecutor(max_workers=max(len(actions), 1))
     futures = {pool.submit(outcome, call, action): call for call, action in actions}
     # a command stops itself at the deadline; a moment's grace lets its own result, saying what was killed, arrive
@@ -639,7 +642,6 @@ def catch_signals():
 
 
 def main(argv=None):
-    started = time.monotonic()  # --deadline counts from here: before the model's client is even imported
     args = arguments(argv)
     guards.WORKSPACE = Path(args.workspace).resolve()
     if args.sandbox and (problem := shell.sandbox_problem()):
@@ -656,7 +658,7 @@ def main(argv=None):
                  on_text=(lambda text: say(text, end="")) if args.stream else None,
                  on_call=lambda step, name, arguments: say(f"[{step}] {name} {arguments}"), on_note=note,
                  output=args.output, tool_choice=args.tool_choice,
-                 parallel_tool_calls=False if args.no_parallel_tool_calls else None, started=started)
+                 parallel_tool_calls=False if args.no_parallel_tool_calls else None, started=STARTED)
     try:
         report(result, streamed=args.stream)
     except Stop as stop:

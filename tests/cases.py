@@ -321,7 +321,7 @@ def run_case(name, code_dir=ROOT, trace=None, show=False):
                               capture_output=True, text=True, timeout=60)
         seconds = time.monotonic() - started
         if show:
-            print("$ " + " ".join(["python harness.py", *case.get("args", []), json.dumps(case["task"])]))
+            print("the case ran: " + " ".join(["python harness.py", *case.get("args", []), json.dumps(case["task"])]))
             print(done.stdout + done.stderr)
         records = [json.loads(line) for line in trace.read_text().splitlines()] if trace.is_file() else []
         return problems(expect, done, records, server, work, seconds, trace)

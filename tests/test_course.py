@@ -1,5 +1,7 @@
-"""The course holds together: top-level code equals its checkpoint, lessons show only checkpoint code,
-the tag builder makes the tags without touching anything, and the learner's check command tells good from broken."""
+"""The course holds together: the top-level code is the last checkpoint, lessons show only code their checkpoint
+has, the tag builder makes the tags without touching anything, a learner can start any phase on a branch of their
+own, the phase folders run as they are, and the learner's check passes correct code (ours, and a second
+implementation written from the lessons alone) and fails broken code with the symptom the lesson shows."""
 import re
 import shutil
 import subprocess
@@ -7,26 +9,24 @@ import sys
 import textwrap
 
 import pytest
-from conftest import ROOT, checkpoints, run_python
+from helpers import ROOT, checkpoints, clean_env, copy_code, run_python, tag_name
 
 LESSONS = [p / "README.md" for p in checkpoints()]
+LEARNER = ROOT / "tests" / "learner"
 
 
 def git(*args, cwd=ROOT):
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
 
 
-def tag_name(checkpoint):
-    number, name = checkpoint.name.split("-", 1)
-    return f"v0.{int(number) + 1}-{name}"
-
-
 def checkpoint_at_head():
-    """The checkpoint a course tag at HEAD stands for; otherwise (on main) the latest one."""
+    """The checkpoint a course tag at HEAD stands for (None for v0.0-start); otherwise (on main) the latest."""
     try:
         tags = git("tag", "--points-at", "HEAD").split()
     except (OSError, subprocess.CalledProcessError):
         tags = []
+    if "v0.0-start" in tags:
+        return None
     return next((c for c in checkpoints() if tag_name(c) in tags), checkpoints()[-1])
 
 
@@ -34,10 +34,10 @@ def test_top_level_code_equals_its_checkpoint():
     checkpoint = checkpoint_at_head()
     code = {p.name for c in checkpoints() for p in c.glob("*.py")}
     for name in sorted(code):
-        if (checkpoint / name).exists():
+        if checkpoint and (checkpoint / name).exists():
             assert (ROOT / name).read_bytes() == (checkpoint / name).read_bytes(), f"{name} differs from {checkpoint.name}"
         else:
-            assert not (ROOT / name).exists(), f"{name} is not part of {checkpoint.name}"
+            assert not (ROOT / name).exists(), f"{name} is not part of {checkpoint and checkpoint.name}"
 
 
 def python_blocks(markdown):
@@ -99,6 +99,18 @@ def test_lesson_shows_only_code_its_checkpoint_contains(lesson):
         assert shown_in(block, sources), f"{lesson.parent.name}/README.md shows code its checkpoint lacks:\n{block}"
 
 
+@pytest.mark.parametrize("lesson", LESSONS, ids=[p.parent.name for p in LESSONS])
+def test_lesson_says_what_it_takes_and_links_its_code(lesson):
+    """Each lesson gives its time and prerequisites, a picture, a way to check each exercise, its files."""
+    text = lesson.read_text(encoding="utf-8")
+    assert "**Time:**" in text and "**You need:**" in text, "time and prerequisites"
+    assert "```text" in text, "a picture of what the phase adds"
+    assert "](" in text and "--phase" in text, "a link to the checkpoint's code, and the check to run"
+    exercises = text.split("## Exercises", 1)[1].split("\n## ", 1)[0]
+    for number, exercise in enumerate(re.split(r"^\d+\. ", exercises, flags=re.M)[1:], 1):
+        assert "succeeded" in exercise, f"exercise {number} does not say how you know you succeeded"
+
+
 def test_the_lesson_check_catches_code_that_is_not_in_the_checkpoint():
     source = (checkpoints()[1] / "harness.py").read_text(encoding="utf-8")
     real = "    for step in range(1, MAX_STEPS + 1):\n        message = chat(messages, tools=TOOLS, backend=backend)\n"
@@ -121,67 +133,115 @@ def clone(tmp_path):
     return path
 
 
-def test_tag_builder_makes_one_tag_per_phase_and_touches_nothing(clone, tmp_path):
+ALL_TAGS = ["v0.0-start", *[tag_name(c) for c in checkpoints()]]
+
+
+def test_tag_builder_makes_one_tag_per_phase_and_touches_nothing(clone):
     before = (git("status", "--porcelain", cwd=clone), git("rev-parse", "HEAD", cwd=clone),
               git("symbolic-ref", "HEAD", cwd=clone), (clone / ".git" / "index").read_bytes())
     build = subprocess.run([sys.executable, "phases/tags.py"], cwd=clone, capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
-    tags = {c: git("rev-parse", tag_name(c), cwd=clone) for c in checkpoints()}
+    tags = {name: git("rev-parse", name, cwd=clone) for name in ALL_TAGS}
     assert before == (git("status", "--porcelain", cwd=clone), git("rev-parse", "HEAD", cwd=clone),
                       git("symbolic-ref", "HEAD", cwd=clone), (clone / ".git" / "index").read_bytes())
-
     again = subprocess.run([sys.executable, "phases/tags.py"], cwd=clone, capture_output=True, text=True)
-    assert again.returncode == 0 and {c: git("rev-parse", tag_name(c), cwd=clone) for c in checkpoints()} == tags
-
-    names = [tag_name(c) for c in checkpoints()]
-    for older, newer in zip(names, names[1:]):
+    assert again.returncode == 0 and {name: git("rev-parse", name, cwd=clone) for name in ALL_TAGS} == tags
+    for older, newer in zip(ALL_TAGS, ALL_TAGS[1:]):
         assert git("rev-parse", f"{newer}^", cwd=clone) == git("rev-parse", older, cwd=clone)  # one linear history
         changed = git("diff", "--name-only", older, newer, cwd=clone).split()
-        assert changed and all("/" not in name and name.endswith(".py") for name in changed)
+        assert changed and all("/" not in name and name.endswith(".py") for name in changed), changed
+    start = git("ls-tree", "--name-only", "v0.0-start", cwd=clone).split()
+    assert "demo_model.py" in start and "phases" in start and not {"backend.py", "harness.py"} & set(start)
     for checkpoint in checkpoints():
         for source in checkpoint.glob("*.py"):
             assert git("show", f"{tag_name(checkpoint)}:{source.name}", cwd=clone) == source.read_text().rstrip("\n")
 
 
-def test_the_first_tag_is_a_runnable_tree(clone, tmp_path):
+def test_a_learner_starts_a_phase_on_a_branch_of_their_own(clone):
+    """`python phases/tags.py start 2`: a branch my-phase-2 at phase 2's start, with phase 1's code, which passes
+    phase 1's check; a second start refuses, saying how to go back to the branch."""
+    git("stash", "--quiet", "--include-untracked", cwd=clone)
+    started = subprocess.run([sys.executable, "phases/tags.py", "start", "2"], cwd=clone, capture_output=True, text=True)
+    assert started.returncode == 0 and "my-phase-2" in started.stdout, started.stderr
+    assert git("symbolic-ref", "--short", "HEAD", cwd=clone) == "my-phase-2"
+    assert (clone / "harness.py").read_text() == (checkpoints()[1] / "harness.py").read_text()
+    assert not (clone / "guards.py").exists(), "phase 2's own code is for the learner to write"
+    check = subprocess.run([sys.executable, "-m", "pytest", "tests/checkpoints", "--phase", "0", "-p",
+                            "no:cacheprovider"], cwd=clone, capture_output=True, text=True, env=clean_env())
+    assert check.returncode == 0, check.stdout[-2000:]
+    again = subprocess.run([sys.executable, "phases/tags.py", "start", "2"], cwd=clone, capture_output=True, text=True)
+    assert again.returncode != 0 and "git switch my-phase-2" in again.stderr
+
+
+def test_the_start_tag_and_the_first_tag_are_runnable_trees(clone, tmp_path):
     subprocess.run([sys.executable, "phases/tags.py"], cwd=clone, capture_output=True, check=True)
-    tree = tmp_path / "v0.1"
-    tree.mkdir()
-    archive = subprocess.run(["git", "archive", tag_name(checkpoints()[0])], cwd=clone, capture_output=True, check=True)
-    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
-    assert not (tree / "harness.py").exists()
-    result = run_python(tree, "backend.py")
-    assert result.returncode == 0 and "demo model" in result.stdout, result.stderr
+    for tag, runs in [("v0.0-start", False), ("v0.1-hello", True)]:
+        tree = tmp_path / tag
+        tree.mkdir()
+        archive = subprocess.run(["git", "archive", tag], cwd=clone, capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+        assert not (tree / "harness.py").exists()
+        assert (tree / "backend.py").exists() == runs
+        if runs:
+            result = run_python(tree, "backend.py")
+            assert result.returncode == 0 and "demo model" in result.stdout, result.stderr
 
 
-def course_copy(tmp_path, checkpoint):
-    """The course's files with the top-level code taken from one checkpoint, as a learner's tree would be."""
-    tree = tmp_path / "course"
-    shutil.copytree(ROOT / "tests", tree / "tests", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "phases", tree / "phases", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("demo_model.py", "pytest.ini"):
-        shutil.copy(ROOT / name, tree / name)
-    for source in checkpoint.glob("*.py"):
-        shutil.copy(source, tree / source.name)
-    return tree
+@pytest.mark.parametrize("command", [["phases/00-hello/backend.py"],
+                                     ["phases/01-loop/harness.py", "List the files here"],
+                                     ["phases/03-contracts/harness.py", "Read README.md"],
+                                     ["phases/07-structured/harness.py", "List the files here"]])
+def test_phase_folders_run_as_they_are_from_the_repository_root(command):
+    result = run_python(ROOT, *command, env={"BACKEND": "demo"})
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
 
 
-def check_command(tree, phase):
-    return subprocess.run([sys.executable, "-m", "pytest", "tests/checkpoints", "--phase", str(phase), "-x",
-                           "-p", "no:cacheprovider"], cwd=tree, capture_output=True, text=True, timeout=300)
+def check_command(tree, phase, *args):
+    return subprocess.run([sys.executable, "-m", "pytest", str(ROOT / "tests" / "checkpoints"), "--phase", str(phase),
+                           "-p", "no:cacheprovider", *args], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env=clean_env())
 
 
-def test_the_check_command_passes_a_good_loop_and_fails_a_broken_one(tmp_path):
-    tree = course_copy(tmp_path, checkpoints()[1])
-    good = check_command(tree, 1)
+def test_the_check_passes_a_good_loop_and_fails_a_broken_one_with_the_lessons_words(tmp_path):
+    good = check_command(None, 1, "--code", str(checkpoints()[1]))
     assert good.returncode == 0, good.stdout[-2000:]
     assert " passed" in good.stdout and "deselected" in good.stdout
-
-    harness = tree / "harness.py"
-    source = harness.read_text()
+    broken = copy_code(checkpoints()[1], tmp_path / "broken")
+    source = (broken / "harness.py").read_text()
     forgot_the_assistant_message = "        messages.append(assistant_message(message))\n"
     assert forgot_the_assistant_message in source
-    harness.write_text(source.replace(forgot_the_assistant_message, ""))
-    broken = check_command(tree, 1)
-    assert broken.returncode == 1
-    assert "1 failed" in broken.stdout and "preceeding message with 'tool_calls'" in broken.stdout
+    (broken / "harness.py").write_text(source.replace(forgot_the_assistant_message, ""))
+    failed = check_command(None, 1, "--code", str(broken))
+    assert failed.returncode == 1 and "preceeding message with 'tool_calls'" in failed.stdout, failed.stdout[-3000:]
+    assert "expected: " in failed.stdout and "Traceback" not in failed.stdout, "a failure reads as the lesson's words"
+
+
+@pytest.mark.parametrize("phase", [0, 1])
+def test_a_second_implementation_written_from_the_lessons_passes(phase):
+    """tests/learner/ holds phases 0 and 1 written from the lessons alone, in another style: they pass."""
+    result = check_command(None, phase, "--code", str(LEARNER / f"phase{phase}"))
+    assert result.returncode == 0, result.stdout[-3000:]
+
+
+def learner_bugs():
+    sys.path.insert(0, str(LEARNER))
+    import bugs
+    return bugs
+
+
+@pytest.mark.parametrize("name", list(learner_bugs().BUGS) if (LEARNER / "bugs.py").exists() else [])
+def test_each_troubleshooting_bug_shows_its_symptom_and_fails_the_check(tmp_path, name):
+    """Each broken loop of phase 1's troubleshooting table, applied to the second implementation, prints the
+    symptom the table shows, and the check fails it."""
+    bugs = learner_bugs()
+    bug = bugs.BUGS[name]
+    tree = copy_code(LEARNER / "phase1", tmp_path / name)
+    source = (tree / bug["file"]).read_text()
+    assert bug["old"] in source
+    (tree / bug["file"]).write_text(source.replace(bug["old"], bug["new"]))
+    result = run_python(tree, "harness.py", bugs.TASK)
+    assert bug["symptom"] in result.stdout + result.stderr and result.returncode == bug["exit"], result.stdout + \
+        result.stderr
+    lesson = (checkpoints()[1] / "README.md").read_text()
+    assert bug["symptom"].split(" ...")[0][:40] in lesson, "the symptom is the one the lesson shows"
+    assert check_command(None, 1, "--code", str(tree), "-x").returncode == 1

@@ -3,8 +3,10 @@ import http.client
 import json
 import re
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -20,6 +22,7 @@ TOOLS = [{"type": "function", "function": {"name": name, "description": f"the {n
                                            "parameters": {"type": "object", "properties": {}}}}
          for name in ("read_file", "list_dir", "run_shell", "write_file")]
 CHAINED_TASK = "List the files here, then read backend.py and tell me which model it calls."
+LISTED = "backend.py\nharness.py\ntests/\n"
 
 
 @pytest.fixture
@@ -485,8 +488,8 @@ def test_usage_is_estimated_from_the_request_and_the_reply(demo):
     reply = post(demo, body)[2]
     prompt = len(json.dumps(body["messages"]) + json.dumps(TOOLS)) // 4 + 1
     completion = len(json.dumps(reply["choices"][0]["message"])) // 4 + 1
-    assert reply["usage"] == {"prompt_tokens": prompt, "completion_tokens": completion,
-                              "total_tokens": prompt + completion}
+    counts = {key: reply["usage"][key] for key in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    assert counts == {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
 def test_plain_chat_without_tools_gets_the_demo_greeting(demo):
@@ -621,3 +624,635 @@ def test_standalone_server_prints_its_url_and_serves(tmp_path):
 def test_standalone_bad_flag_prints_usage():
     done = subprocess.run([sys.executable, str(ROOT / "demo_model.py"), "--bogus"], capture_output=True, text=True)
     assert done.returncode == 2 and done.stderr.startswith("usage:")
+
+
+# --- helpers for the tests below -------------------------------------------------------------
+
+def tool(name, properties=None, required=()):
+    return {"type": "function", "function": {"name": name, "description": f"the {name} tool", "parameters": {
+        "type": "object", "properties": properties or {}, "required": list(required)}}}
+
+
+def listed(task, listing=LISTED):
+    """A conversation where the task was given and list_dir has answered."""
+    return [user(task), calls(("l1", "list_dir", {"path": "."})), result("l1", listing)]
+
+
+def call_pairs(message):
+    return [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in message["tool_calls"]]
+
+
+def stream_chunks(text):
+    return [json.loads(e[len("data: "):]) for e in sse_events(text) if e.startswith("data: {")]
+
+
+def raw_http(server, data):
+    """Send raw bytes on a fresh connection; return everything the server sends until it hangs up."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        sock.sendall(data)
+        received = b""
+        while True:
+            got = sock.recv(65536)
+            if not got:
+                return received
+            received += got
+
+
+def handler_threads():
+    return {t for t in threading.enumerate() if "process_request_thread" in t.name}
+
+
+def eventually(check, timeout=3.0):
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.01)
+
+
+# --- tool_choice and parallel_tool_calls -----------------------------------------------------
+
+def test_tool_choice_none_answers_in_text_from_the_results(demo):
+    message = reply_message(demo, chat(*listed(CHAINED_TASK, "backend.py"), tools=TOOLS, tool_choice="none"))
+    assert "tool_calls" not in message
+    assert message["content"] == "The directory holds 1 entry: backend.py."
+
+
+def test_tool_choice_required_calls_the_final_answer_tool_instead_of_answering(demo):
+    final = tool("final_answer", {"answer": {"type": "string"}}, required=["answer"])
+    body = chat(user("What is the capital of France?"), tools=TOOLS + [final], tool_choice="required")
+    assert call_pairs(reply_message(demo, body)) == [("final_answer", {"answer": demo_model.HELP})]
+
+
+def test_tool_choice_required_falls_back_to_list_dir_then_the_first_tool(demo):
+    body = chat(user("What is the capital of France?"), tools=TOOLS, tool_choice="required")
+    assert call_pairs(reply_message(demo, body)) == [("list_dir", {"path": "."})]
+    shout = tool("shout", {"text": {"type": "string"}}, required=["text"])
+    body = chat(user('What is "hello" in French?'), tools=[shout], tool_choice="required")
+    assert call_pairs(reply_message(demo, body)) == [("shout", {"text": "hello"})]
+
+
+def test_tool_choice_required_keeps_the_calls_the_policy_makes(demo):
+    body = chat(user("Read a.txt and b.txt"), tools=TOOLS, tool_choice="required")
+    assert call_pairs(reply_message(demo, body)) == [("read_file", {"path": "a.txt"}), ("read_file", {"path": "b.txt"})]
+
+
+def test_named_tool_choice_calls_exactly_that_tool(demo):
+    named = {"type": "function", "function": {"name": "list_dir"}}
+    body = chat(user("Read a.txt and b.txt"), tools=TOOLS, tool_choice=named)
+    assert call_pairs(reply_message(demo, body)) == [("list_dir", {"path": "."})]
+    named["function"]["name"] = "read_file"
+    assert call_pairs(reply_message(demo, body)) == [("read_file", {"path": "a.txt"})]
+
+
+def test_invalid_tool_choice_string_is_rejected_in_groqs_words(demo):
+    for choice in ("sometimes", None, 7):
+        error = rejection(demo, chat(user("hi"), tools=TOOLS, tool_choice=choice))
+        assert error == {"message": "Only allowed string values for 'tool_choice' are [none, auto, required]",
+                         "type": "invalid_request_error"}
+
+
+def test_tool_choice_object_without_type_or_name_is_rejected_in_openais_words(demo):
+    for choice in ({"function": {"name": "list_dir"}}, {"type": "function", "function": {}}):
+        error = rejection(demo, chat(user("hi"), tools=TOOLS, tool_choice=choice))
+        assert error["message"] == ("'$.tool_choice' is invalid. Please check the API reference: "
+                                    "https://platform.openai.com/docs/api-reference.")
+
+
+def test_named_tool_choice_not_in_tools_is_rejected(demo):
+    choice = {"type": "function", "function": {"name": "web_search"}}
+    error = rejection(demo, chat(user("hi"), tools=TOOLS, tool_choice=choice))
+    assert error["message"] == "Tool choice 'web_search' not found in 'tools' parameter."
+    assert error["param"] == "tool_choice"
+
+
+def test_parallel_tool_calls_false_makes_one_call_a_turn(demo):
+    task = user("Read a.txt and b.txt")
+    first = reply_message(demo, chat(task, tools=TOOLS, parallel_tool_calls=False))
+    assert call_pairs(first) == [("read_file", {"path": "a.txt"})]
+    history = [task, calls(("r1", "read_file", {"path": "a.txt"})), result("r1", "alpha")]
+    second = reply_message(demo, chat(*history, tools=TOOLS, parallel_tool_calls=False))
+    assert call_pairs(second) == [("read_file", {"path": "b.txt"})]
+    history += [calls(("r2", "read_file", {"path": "b.txt"})), result("r2", "beta")]
+    assert "line 1: beta" in reply_message(demo, chat(*history, tools=TOOLS, parallel_tool_calls=False))["content"]
+
+
+# --- a tool the learner adds ------------------------------------------------------------------
+
+COUNT_LINES = tool("count_lines", {"path": {"type": "string"}}, required=["path"])
+
+
+def test_policy_calls_a_tool_the_learner_added_when_the_task_names_it(demo):
+    task = user("How many lines has notes.txt? Use count_lines.")
+    first = reply_message(demo, chat(task, tools=TOOLS + [COUNT_LINES]))
+    assert call_pairs(first) == [("count_lines", {"path": "notes.txt"})]  # and no read_file of notes.txt
+    history = [task, calls(("c1", "count_lines", {"path": "notes.txt"})), result("c1", "12")]
+    assert reply_message(demo, chat(*history, tools=TOOLS + [COUNT_LINES]))["content"] == "count_lines returned: 12"
+
+
+def test_a_tool_is_named_by_its_words_too(demo):
+    body = chat(user("Please count lines in notes.txt"), tools=TOOLS + [COUNT_LINES])
+    assert call_pairs(reply_message(demo, body)) == [("count_lines", {"path": "notes.txt"})]
+
+
+def test_own_tool_arguments_come_from_examples_defaults_files_enums_and_types(demo):
+    search = tool("search", {"query": {"type": "string", "examples": ["needle"]},
+                             "limit": {"type": "integer", "default": 5},
+                             "file": {"type": "string"},
+                             "mode": {"type": "string", "enum": ["fast", "slow"]},
+                             "strict": {"type": "boolean"},
+                             "tags": {"type": "array", "items": {"type": "integer"}},
+                             "verbose": {"type": "boolean"}},
+                  required=["query", "file", "mode", "strict", "tags"])
+    body = chat(user("search notes.txt"), tools=[search])
+    assert call_pairs(reply_message(demo, body)) == [("search", {
+        "query": "needle", "limit": 5, "file": "notes.txt", "mode": "fast", "strict": True, "tags": []})]
+
+
+# --- token limits ----------------------------------------------------------------------------
+
+def test_max_tokens_cuts_text_with_finish_reason_length(demo):
+    demo.push("abcdefghijklmnopqrstuvwxyz")
+    reply = post(demo, chat(user("hi"), max_tokens=3))[2]
+    assert reply["choices"][0]["message"]["content"] == "abcdefghijkl"  # 3 tokens of 4 characters
+    assert reply["choices"][0]["finish_reason"] == "length" and reply["usage"]["completion_tokens"] == 3
+
+
+def test_max_completion_tokens_cuts_tool_arguments_mid_json(demo):
+    reply = post(demo, chat(user("Read a.txt"), tools=TOOLS, max_completion_tokens=2))[2]
+    assert reply["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] == '{"path":'
+    assert reply["choices"][0]["finish_reason"] == "length" and reply["usage"]["completion_tokens"] == 2
+
+
+def test_a_reply_within_the_limit_is_whole_and_counts_no_more_than_the_limit(demo):
+    demo.push("short")
+    reply = post(demo, chat(user("hi"), max_completion_tokens=100))[2]
+    assert reply["choices"][0]["message"]["content"] == "short" and reply["choices"][0]["finish_reason"] == "stop"
+    assert reply["usage"]["completion_tokens"] <= 100
+
+
+def test_streamed_reply_is_cut_at_max_tokens_too(demo):
+    demo.push("one two three four five six")
+    chunks = stream_chunks(post(demo, chat(user("hi"), max_tokens=2, stream=True))[2])
+    assert "".join(c["choices"][0]["delta"].get("content", "") for c in chunks) == "one two "
+    assert chunks[-1]["choices"][0]["finish_reason"] == "length" and chunks[-1]["usage"]["completion_tokens"] == 2
+
+
+# --- structured output -----------------------------------------------------------------------
+
+def test_json_object_answers_with_a_json_object(demo):
+    message = reply_message(demo, chat(user("Say hello, as JSON."), response_format={"type": "json_object"}))
+    assert json.loads(message["content"]) == {"answer": demo_model.HELLO}
+
+
+def test_json_object_needs_the_word_json_in_a_message(demo):
+    error = rejection(demo, chat(user("Say hello"), response_format={"type": "json_object"}))
+    assert error == {"message": "'messages' must contain the word 'json' in some form, to use 'response_format' "
+                                "of type 'json_object'.", "type": "invalid_request_error", "param": "messages"}
+
+
+def test_text_response_format_changes_nothing(demo):
+    assert reply_message(demo, chat(user("hi"), response_format={"type": "text"}))["content"] == demo_model.HELLO
+
+
+REPORT = {"type": "object", "additionalProperties": False,
+          "required": ["files", "file_count", "backend", "done", "kind"],
+          "properties": {"files": {"type": "array", "items": {"type": "string"}},
+                         "file_count": {"type": "integer"},
+                         "backend": {"type": "string"},
+                         "done": {"type": "boolean"},
+                         "kind": {"type": "string", "enum": ["listing", "other"]},
+                         "note": {"type": "string"}}}
+
+
+def structured_body(schema, messages=None):
+    form = {"type": "json_schema", "json_schema": {"name": "report", "schema": schema, "strict": True}}
+    return chat(*(messages or listed("List the files here")), response_format=form)
+
+
+def test_json_schema_answer_is_built_from_the_tool_results(demo):
+    answer = json.loads(reply_message(demo, structured_body(REPORT))["content"])
+    assert answer == {"files": ["backend.py", "harness.py", "tests/"], "file_count": 3, "backend": "backend.py",
+                      "done": True, "kind": "listing"}  # no "note": it is optional and nothing fills it
+
+
+SCHEMAS = [
+    REPORT,
+    {"type": "string"},
+    {"type": "array", "minItems": 2, "items": {"type": "object", "required": ["n"], "properties": {
+        "n": {"type": "integer", "minimum": 3, "maximum": 9}}, "additionalProperties": False}},
+    {"$defs": {"Item": {"type": "object", "required": ["name", "size"], "additionalProperties": False,
+                        "properties": {"name": {"type": "string"}, "size": {"type": ["integer", "null"]}}}},
+     "type": "object", "required": ["items", "best", "total"], "additionalProperties": False,
+     "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/Item"}, "minItems": 1},
+                    "best": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/Item"}]},
+                    "total": {"type": "number", "minimum": 10}}},
+    {"type": "object", "required": ["mode", "version", "meta"], "properties": {
+        "mode": {"const": "fast"}, "version": {"type": "string", "maxLength": 5},
+        "meta": {"type": "object", "additionalProperties": {"type": "string"}}}},
+]
+
+
+@pytest.mark.parametrize("schema", SCHEMAS)
+def test_every_generated_answer_validates_against_its_schema(demo, schema):
+    answer = json.loads(reply_message(demo, structured_body(schema))["content"])
+    assert demo_model.schema_problem(answer, schema) is None, answer
+
+
+def test_schema_validator_finds_what_breaks_a_schema():
+    problem = demo_model.schema_problem
+    assert problem(3, {"type": "string"}) == "$: expected string, got int"
+    assert problem(True, {"type": "integer"}) == "$: expected integer, got bool"
+    assert problem({"a": 1}, REPORT) == "$: missing required property 'files'"
+    answer = {"files": [], "file_count": 1, "backend": "", "done": True, "kind": "listing", "extra": 1}
+    assert problem(answer, REPORT) == "$: property 'extra' is not allowed"
+    assert problem({**answer, "extra": None, "kind": "x"} | {"extra": 0}, {**REPORT, "additionalProperties": True}) == (
+        '$.kind: "x" is not one of ["listing", "other"]')
+    assert problem([{"n": 1}, {"n": 4}], SCHEMAS[2]) == "$[0].n: 1 is outside minimum/maximum"
+    assert problem({"items": [], "best": None, "total": 10}, SCHEMAS[3]) == (
+        "$.items: 0 items is outside minItems/maxItems")
+    assert problem({"items": [{"name": "a", "size": "big"}], "best": None, "total": 10}, SCHEMAS[3]) == (
+        "$.items[0].size: expected integer or null, got str")
+
+
+def test_response_format_with_tools_is_rejected_on_groqs_path_only(demo):
+    """Groq 400s JSON mode with tools, and json_schema with stream; OpenAI takes both: the path says which."""
+    for form in ({"type": "json_object"}, structured_body(REPORT)["response_format"]):
+        body = chat(user("List the files as JSON"), tools=TOOLS, response_format=form)
+        status, _, reply = request(demo, "POST", "/openai/v1/chat/completions", body)
+        assert status == 400 and reply["error"] == {
+            "message": "json mode cannot be combined with tool/function calling",
+            "type": "invalid_request_error", "param": "response_format"}
+        assert call_pairs(reply_message(demo, body)) == [("list_dir", {"path": "."})]  # /v1: OpenAI's rules
+    streamed = {**structured_body(REPORT), "stream": True}
+    status, _, reply = request(demo, "POST", "/openai/v1/chat/completions", streamed)
+    assert status == 400 and "streaming" in reply["error"]["message"]
+    assert post(demo, streamed)[0] == 200
+
+
+def test_unknown_response_format_type_is_rejected(demo):
+    error = rejection(demo, chat(user("hi"), response_format={"type": "yaml"}))
+    assert error["message"] == ("'response_format.type' : value is not one of the allowed values "
+                                "['text', 'json_object', 'json_schema']")
+
+
+def test_openai_parse_returns_a_parsed_object(demo):
+    from pydantic import BaseModel
+
+    class Listing(BaseModel):
+        files: list[str]
+        total: int
+        summary: str
+
+    history = listed("List the files here")
+    reply = client(demo).chat.completions.parse(model="demo", messages=history, response_format=Listing)
+    assert reply.choices[0].message.parsed == Listing(
+        files=["backend.py", "harness.py", "tests/"], total=3,
+        summary="The directory holds 3 entries: backend.py, harness.py, tests/.")
+
+
+# --- sampling fields -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("field, value, words", [
+    ("temperature", 2.5, "decimal above maximum value. Expected a value <= 2, but got 2.5 instead."),
+    ("temperature", -1, "decimal below minimum value. Expected a value >= 0, but got -1 instead."),
+    ("top_p", 1.5, "decimal above maximum value. Expected a value <= 1, but got 1.5 instead."),
+    ("frequency_penalty", -3, "decimal below minimum value. Expected a value >= -2, but got -3 instead."),
+    ("presence_penalty", 2.1, "decimal above maximum value. Expected a value <= 2, but got 2.1 instead."),
+])
+def test_sampling_values_out_of_range_are_rejected_in_openais_words(demo, field, value, words):
+    error = rejection(demo, chat(user("hi"), **{field: value}))
+    assert error["message"] == f"Invalid '{field}': {words}" and error["param"] == field
+    assert error["code"] == ("decimal_above_max_value" if "above" in words else "decimal_below_min_value")
+
+
+@pytest.mark.parametrize("field, value, kind", [
+    ("temperature", "0.7", "a number"), ("top_p", True, "a number"), ("seed", 1.5, "an integer"),
+    ("max_tokens", "100", "an integer"), ("max_completion_tokens", 10.0, "an integer"),
+])
+def test_sampling_values_of_the_wrong_type_are_rejected(demo, field, value, kind):
+    assert rejection(demo, chat(user("hi"), **{field: value}))["message"] == f"'{field}' : value must be {kind}"
+
+
+def test_token_limits_must_be_positive(demo):
+    for field in ("max_tokens", "max_completion_tokens"):
+        error = rejection(demo, chat(user("hi"), **{field: 0}))
+        assert error["message"] == (f"Invalid '{field}': integer below minimum value. Expected a value >= 1, "
+                                    "but got 0 instead.") and error["code"] == "integer_below_min_value"
+
+
+def test_stop_takes_a_string_or_at_most_four_strings(demo):
+    assert post(demo, chat(user("hi"), stop="END", temperature=0, top_p=1, seed=7))[0] == 200
+    assert post(demo, chat(user("hi"), stop=["a", "b", "c", "d"]))[0] == 200
+    for stop in (["a", "b", "c", "d", "e"], 5, [1]):
+        assert rejection(demo, chat(user("hi"), stop=stop))["message"] == (
+            "stop : one of the following must be satisfied\n  stop : value must be a string\n"
+            "  stop : maximum number of items is 4")
+
+
+# --- routes ----------------------------------------------------------------------------------
+
+def test_only_the_real_prefixes_are_served(demo):
+    for path in ("/chat/completions", "/v2/chat/completions", "/openai/chat/completions", "/v1/chat/completions/x"):
+        status, _, reply = request(demo, "POST", path, chat(user("hi")))
+        assert status == 404 and reply["error"] == {
+            "message": f"Unknown request URL: POST {path}. Please check the URL for typos, or see the docs at "
+                       "https://console.groq.com/docs/", "type": "invalid_request_error", "code": "unknown_url"}
+    assert request(demo, "GET", "/openai/v1/models")[0] == 200
+
+
+def test_every_method_on_an_unknown_path_gets_a_json_404(demo):
+    for method in ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"):
+        status, headers, reply = request(demo, method, "/v1/nothing")
+        assert status == 404 and headers["Content-Type"] == "application/json", method
+        assert reply["error"]["code"] == "unknown_url"
+    status, headers, text = request(demo, "HEAD", "/v1/nothing")
+    assert (status, text) == (404, "") and headers["Content-Type"] == "application/json"
+
+
+def test_wrong_method_on_a_real_route_is_groqs_unknown_url(demo):
+    for method, path in (("GET", "/openai/v1/chat/completions"), ("PUT", "/v1/chat/completions"),
+                         ("DELETE", "/v1/models"), ("POST", "/v1/models")):
+        status, _, reply = request(demo, method, path)
+        assert status == 404 and reply["error"]["message"].startswith(f"Unknown request URL: {method} {path}.")
+
+
+def test_a_model_is_served_by_its_id():
+    with demo_model.start(models=["openai/gpt-oss-120b"]) as server:
+        assert request(server, "GET", "/openai/v1/models/openai/gpt-oss-120b")[2] == {
+            "id": "openai/gpt-oss-120b", "object": "model", "created": 0, "owned_by": "demo"}
+        status, _, reply = request(server, "GET", "/v1/models/gpt-oss-120b")
+        assert status == 404 and reply["error"] == {
+            "message": "The model `gpt-oss-120b` does not exist or you do not have access to it.",
+            "type": "invalid_request_error", "code": "model_not_found"}
+        assert client(server).models.retrieve("demo").id == "demo"
+
+
+# --- Groq's extras in replies ----------------------------------------------------------------
+
+def test_json_reply_carries_service_tier_and_groq_timings(demo):
+    reply = post(demo, chat(user("hi")))[2]
+    usage = reply["usage"]
+    assert reply["service_tier"] == "on_demand"
+    assert all(isinstance(usage[key], float) and 0 < usage[key] < 1
+               for key in ("queue_time", "prompt_time", "completion_time", "total_time"))
+    assert usage["total_time"] == pytest.approx(usage["prompt_time"] + usage["completion_time"])
+
+
+def test_stream_usage_carries_groq_timings_on_the_finish_chunk_only(demo):
+    chunks = stream_chunks(post(demo, chat(user("hi"), stream=True))[2])
+    assert [c for c in chunks if "usage" in c] == [chunks[-1]]
+    assert chunks[-1]["usage"]["completion_time"] > 0 and chunks[-1]["x_groq"]["usage"] == chunks[-1]["usage"]
+
+
+def test_stream_options_without_stream_is_rejected(demo):
+    error = rejection(demo, chat(user("hi"), stream_options={"include_usage": True}))
+    assert error == {"message": "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+                     "type": "invalid_request_error", "param": "stream_options"}
+
+
+# --- what Groq accepts and rejects -----------------------------------------------------------
+
+def test_user_and_assistant_text_part_arrays_are_accepted(demo):
+    parts = [{"type": "text", "text": "List the files"}]
+    messages = [{"role": "user", "content": parts}, {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+                {"role": "user", "content": parts}]
+    assert call_pairs(reply_message(demo, chat(*messages, tools=TOOLS))) == [("list_dir", {"path": "."})]
+
+
+def test_assistant_content_parts_other_than_text_are_rejected(demo):
+    image = {"type": "image_url", "image_url": {"url": "http://x/a.png"}}
+    messages = [user("hi"), {"role": "assistant", "content": [image]}, user("again")]
+    assert rejection(demo, chat(*messages))["message"] == (
+        "'messages.1' : for 'role:assistant' the following must be satisfied"
+        "[('messages.1.content.0.type' : value is not one of the allowed values ['text'])]")
+
+
+def test_groq_documented_fields_are_accepted(demo):
+    fields = {"reasoning_effort": "low", "service_tier": "on_demand", "disable_tool_validation": True,
+              "citation_options": "disabled", "search_settings": {"include_images": False}, "documents": [],
+              "user": "u1", "metadata": {"k": "v"}, "store": False, "logprobs": False, "seed": 1}
+    assert post(demo, chat(user("hi"), **fields))[0] == 200
+
+
+@pytest.mark.parametrize("field, value", [("logprobs", True), ("logit_bias", {"1": 5}), ("top_logprobs", 2)])
+def test_logprobs_logit_bias_and_top_logprobs_are_rejected(demo, field, value):
+    assert rejection(demo, chat(user("hi"), **{field: value}))["param"] == field
+
+
+def test_message_name_is_rejected_on_every_role(demo):
+    for role in ("system", "assistant"):
+        message = {"role": role, "content": "x", "name": "a"}
+        assert "property 'name' is unsupported" in rejection(demo, chat(message, user("hi")))["message"]
+
+
+def test_a_field_value_outside_its_set_is_rejected(demo):
+    error = rejection(demo, chat(user("hi"), service_tier="fastest"))
+    assert error["message"] == ("'service_tier' : value is not one of the allowed values "
+                                "['auto', 'on_demand', 'flex', 'performance']")
+
+
+# --- reasoning -------------------------------------------------------------------------------
+
+def test_include_reasoning_false_drops_the_reasoning(demo):
+    assert "reasoning" not in reply_message(demo, chat(user("hi"), include_reasoning=False))
+    chunks = stream_chunks(post(demo, chat(user("hi"), include_reasoning=False, stream=True))[2])
+    assert not any("reasoning" in c["choices"][0]["delta"] for c in chunks if c["choices"])
+
+
+def test_reasoning_format_hidden_drops_the_reasoning(demo):
+    message = reply_message(demo, chat(user("Read a.txt"), tools=TOOLS, reasoning_format="hidden"))
+    assert "reasoning" not in message and message["tool_calls"]
+
+
+def test_reasoning_format_raw_puts_the_reasoning_in_think_tags(demo):
+    message = reply_message(demo, chat(user("hi"), reasoning_format="raw"))
+    assert "reasoning" not in message
+    assert message["content"] == ("<think>\nA plain chat with no tools, so I say who I am.\n</think>\n\n"
+                                  + demo_model.HELLO)
+
+
+def test_both_include_reasoning_and_reasoning_format_is_rejected(demo):
+    error = rejection(demo, chat(user("hi"), include_reasoning=True, reasoning_format="parsed"))
+    assert error["message"] == "cannot specify both `include_reasoning` and `reasoning_format`"
+
+
+def test_raw_reasoning_is_rejected_on_gpt_oss_and_with_tools(demo):
+    error = rejection(demo, chat(user("hi"), model="openai/gpt-oss-120b", reasoning_format="raw"))
+    assert error["message"] == "`reasoning_format` is not supported with this model"
+    assert rejection(demo, chat(user("hi"), tools=TOOLS, reasoning_format="raw"))["param"] == "reasoning_format"
+    assert post(demo, chat(user("hi"), model="openai/gpt-oss-120b", reasoning_format="hidden"))[0] == 200
+
+
+# --- HTTP robustness -------------------------------------------------------------------------
+
+def test_chunked_request_body_is_read(demo):
+    conn = http.client.HTTPConnection("127.0.0.1", demo.port, timeout=5)
+    data = json.dumps(chat(user("hi"))).encode()
+    conn.request("POST", "/v1/chat/completions", body=iter([data[:10], data[10:]]),
+                 headers={"Content-Type": "application/json"})  # an iterable body goes out chunked
+    response = conn.getresponse()
+    assert response.status == 200
+    assert json.loads(response.read())["choices"][0]["message"]["content"] == demo_model.HELLO
+    conn.request("GET", "/v1/models")  # the same connection still works: nothing was left unread
+    assert conn.getresponse().status == 200
+    conn.close()
+    assert demo.requests[0]["headers"]["transfer-encoding"] == "chunked"
+    assert demo.requests[0]["body"] == chat(user("hi"))
+
+
+def test_body_past_the_size_limit_gets_413(demo):
+    status, _, reply = post(demo, None, raw=b" " * (demo_model.MAX_BODY_BYTES + 1))
+    assert status == 413 and reply["error"]["code"] == "request_too_large"
+    with pytest.raises(openai.APIStatusError) as caught:
+        client(demo).chat.completions.create(model="demo", messages=[user("x" * demo_model.MAX_BODY_BYTES)])
+    assert caught.value.status_code == 413
+
+
+def test_invalid_content_length_is_a_400_not_a_traceback(demo, capfd):
+    for length in (b"abc", b"-5"):
+        head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + length + b"\r\n\r\n"
+        reply = raw_http(demo, head)
+        head, _, body = reply.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400") and "Content-Length" in json.loads(body)["error"]["message"]
+    assert capfd.readouterr().err == ""
+
+
+def test_a_long_running_server_keeps_only_the_latest_requests():
+    server = demo_model.DemoServer(keep=3)
+    server.thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
+    server.thread.start()
+    with server:
+        for n in range(5):
+            request(server, "GET", f"/v1/models?n={n}")
+        assert [r["path"] for r in server.requests] == ["/v1/models?n=2", "/v1/models?n=3", "/v1/models?n=4"]
+    assert demo_model.KEEP_REQUESTS > 0
+    with demo_model.start() as everything:  # tests keep every request
+        for n in range(5):
+            request(everything, "GET", "/v1/models")
+        assert len(everything.requests) == 5
+
+
+# --- scripted faults -------------------------------------------------------------------------
+
+def send_chat(sock, body):
+    data = json.dumps(body).encode()
+    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data))
+
+
+def receive_until(sock, done, received=b""):
+    """Read until done(everything so far) holds; the server hanging up first fails the test."""
+    while not done(received):
+        got = sock.recv(65536)
+        assert got, f"the server hung up after {received!r}"
+        received += got
+    return received
+
+
+def test_trickle_sends_the_reply_a_byte_at_a_time(demo):
+    demo.push({"status": 200, "body": {"a": 1}, "trickle": 0.02})
+    with socket.create_connection(("127.0.0.1", demo.port), timeout=5) as sock:
+        send_chat(sock, chat(user("hi")))
+        body = receive_until(sock, lambda got: b"\r\n\r\n" in got).partition(b"\r\n\r\n")[2]
+        started = time.monotonic()
+        while len(body) < len(b'{"a": 1}'):
+            got = sock.recv(65536)
+            assert len(got) == 1  # each byte arrives on its own
+            body += got
+    assert body == b'{"a": 1}' and time.monotonic() - started >= 0.1
+
+
+def test_a_trickled_reply_outlasts_a_read_timeout(demo):
+    """httpx's timeout bounds each read, not the whole reply: a byte every 6 ms never trips a 50 ms timeout."""
+    completion = {"id": "c", "object": "chat.completion", "created": 0, "model": "demo", "choices": []}
+    demo.push({"status": 200, "body": completion, "trickle": 0.006})
+    started = time.monotonic()
+    reply = openai.OpenAI(base_url=demo.url, api_key="k", max_retries=0, timeout=0.05).chat.completions.create(
+        model="demo", messages=[user("hi")])
+    assert reply.id == "c" and time.monotonic() - started > 0.05 * 4
+
+
+def test_trickle_forever_holds_a_json_reply_open_with_spaces(demo, capfd):
+    demo.push({"trickle_forever": 0.01})
+    before = handler_threads()
+    with socket.create_connection(("127.0.0.1", demo.port), timeout=5) as sock:
+        send_chat(sock, chat(user("hi")))
+        received = receive_until(sock, lambda got: b"\r\n\r\n" in got and got.endswith(b"     "))
+        head, _, rest = received.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200") and b"Content-Length" not in head and set(rest) == {ord(" ")}
+        mine = handler_threads() - before
+    eventually(lambda: not any(t.is_alive() for t in mine))  # the client hung up: the handler ends
+    assert capfd.readouterr().err == ""
+
+
+def test_trickle_forever_on_a_stream_sends_keep_alive_lines(demo):
+    demo.push({"trickle_forever": 0.01})
+    with socket.create_connection(("127.0.0.1", demo.port), timeout=5) as sock:
+        send_chat(sock, chat(user("hi"), stream=True))
+        received = receive_until(sock, lambda got: got.count(b": keep-alive\n\n") >= 3)
+    head, _, events = received.partition(b"\r\n\r\n")
+    assert b"text/event-stream" in head and events.startswith(b": keep-alive\n\n: keep-alive\n\n")
+
+
+def test_client_hanging_up_mid_trickle_leaves_no_traceback_and_the_thread_ends(demo, capfd):
+    demo.push({"content": "a long answer " * 50, "trickle": 0.005})
+    before = handler_threads()
+    with socket.create_connection(("127.0.0.1", demo.port), timeout=5) as sock:
+        send_chat(sock, chat(user("hi")))
+        receive_until(sock, lambda got: len(got) >= 10)
+        mine = handler_threads() - before
+    eventually(lambda: not any(t.is_alive() for t in mine))
+    assert capfd.readouterr().err == ""
+
+
+def test_stopping_the_server_ends_a_reply_held_open():
+    server = demo_model.start(script=[{"trickle_forever": 0.05}])
+    before = handler_threads()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        send_chat(sock, chat(user("hi")))
+        receive_until(sock, lambda got: b"\r\n\r\n" in got)
+        mine = handler_threads() - before
+        server.stop()
+        eventually(lambda: mine and not any(t.is_alive() for t in mine))
+
+
+def test_keepalive_lines_come_before_the_first_event(demo):
+    demo.push({"content": "hello there", "keepalive": 2})
+    events = sse_events(post(demo, chat(user("hi"), stream=True))[2])
+    assert events[:2] == [": keep-alive", ": keep-alive"] and events[2].startswith("data: {")
+    demo.push({"content": "hello there", "keepalive": 2})
+    chunks = list(client(demo).chat.completions.create(model="demo", messages=[user("hi")], stream=True))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "hello there"
+
+
+def test_scripted_events_are_sent_exactly(demo):
+    delta = {"choices": [{"index": 0, "delta": {"tool_calls": [{"id": "c1", "type": "function", "function": {
+        "name": "read_file", "arguments": "{}"}}]}, "finish_reason": None}]}  # a tool-call delta without index
+    usage_only = {"usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}  # no "choices" key
+    demo.push({"events": [delta, usage_only, "data: [not json\n\n"], "done": False})
+    assert post(demo, chat(user("hi"), stream=True))[2] == (
+        f"data: {json.dumps(delta)}\n\ndata: {json.dumps(usage_only)}\n\ndata: [not json\n\n")
+    demo.push({"events": [{"choices": [{"index": 0, "delta": {"refusal": "no"}, "finish_reason": "content_filter"}]}]})
+    assert post(demo, chat(user("hi"), stream=True))[2].endswith('"content_filter"}]}\n\ndata: [DONE]\n\n')
+
+
+def test_content_type_overrides_a_status_reply(demo):
+    sse_body = 'data: {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "demo", "choices": []}\n\n'
+    demo.push({"status": 200, "body": sse_body, "content_type": "text/event-stream"})
+    status, headers, text = post(demo, chat(user("hi"), stream=True))
+    assert (status, headers["Content-Type"], text) == (200, "text/event-stream", sse_body)
+    demo.push({"status": 200, "body": '{"choices": []}', "content_type": "application/json"})
+    assert post(demo, chat(user("hi")))[1]["Content-Type"] == "application/json"
+
+
+def test_an_empty_string_body_is_sent_verbatim(demo):
+    demo.push({"status": 200, "body": ""})
+    status, headers, text = post(demo, chat(user("hi")))
+    assert (status, headers["Content-Length"], text) == (200, "0", "")
+
+
+def test_scripted_usage_false_sends_no_usage_in_json_or_stream(demo):
+    demo.push({"content": "uncounted", "usage": False}, {"content": "uncounted", "usage": False})
+    status, _, reply = post(demo, chat(user("hi")))
+    assert status == 200 and "usage" not in reply
+    status, _, text = post(demo, chat(user("hi"), stream=True, stream_options={"include_usage": True}))
+    assert status == 200 and '"usage"' not in text and "uncounted" in text

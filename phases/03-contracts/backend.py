@@ -8,7 +8,6 @@ import functools
 import os
 import sys
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import openai
 from dotenv import load_dotenv
@@ -47,7 +46,8 @@ def choose(name=None, model=None, base_url=None):
             f"The {name} backend needs an API key, but {key_var} is not set in {ENV_FILE} or the environment. "
             f"Put {key_var}=... in .env (see README.md for a free Groq key), or unset BACKEND to use the offline demo model.")
     base_url = base_url or os.environ.get("BASE_URL")
-    if base_url and not (urlsplit(base_url).scheme in ("http", "https") and urlsplit(base_url).netloc):
+    scheme, _, rest = (base_url or "").partition("://")
+    if base_url and not (scheme in ("http", "https") and rest.strip("/")):
         raise BackendError(f"BASE_URL={base_url!r} is not a URL I can send requests to: it must start with http:// or "
                            "https://, as in http://localhost:1234/v1.")
     return {
@@ -105,7 +105,7 @@ def complete(prompt, backend=None):
 def where(backend):
     """The server, as the user configured it. Example: "the groq backend at https://api.groq.com/openai/v1" """
     if backend.get("url_given"):
-        return f"the server at {backend['base_url']} (BASE_URL, used as the {backend['name']} backend)"
+        return f"the server at {backend['base_url']} (your BASE_URL, as the {backend['name']} backend)"
     if backend["name"] == "demo":
         return f"the offline demo model at {backend['base_url']}"
     return f"the {backend['name']} backend at {backend['base_url']}"
@@ -115,7 +115,7 @@ def explain(error, backend):
     """Turn an openai exception into one paragraph: what went wrong, where, and what to change."""
     key_var = BACKENDS[backend["name"]]["key_var"] or "API_KEY"
     if isinstance(error, openai.APIConnectionError):  # timeouts included
-        return (f"Could not reach {where(backend)} ({error.message.rstrip('.')}). Check that the server is running, "
+        return (f"Could not reach {where(backend)}: {error.message.rstrip('.')}. Check that the server is running, "
                 "that BASE_URL is right (or unset it), and your network.")
     status = getattr(error, "status_code", None)
     body = error.body if isinstance(error.body, dict) else {}  # the provider's own words, if it sent JSON

@@ -11,10 +11,11 @@ import functools
 import os
 import re
 import shlex
-import shutil
 import stat
 import subprocess
 from pathlib import Path, PurePath
+
+import shell
 
 WORKSPACE = Path.cwd()  # the only folder the tools may touch; harness.py --workspace changes it
 # Credential files, by name or by the end of their path: what ssh-keygen, git's credential store, the AWS, Azure,
@@ -172,7 +173,7 @@ def plain_command(command):
         return None
     if not words or not (words[0] in SAFE_COMMANDS or words[0] == "git") or any(w.startswith("~") for w in words):
         return None
-    program = shutil.which(words[0], path=search_path())
+    program = shell.program(words[0], search_path())  # never one the workspace planted
     if program is None:
         return None
     args = plain_git(words[1:]) if words[0] == "git" else plain_args(words[0], words[1:])

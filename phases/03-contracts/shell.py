@@ -1,14 +1,13 @@
 """Run one command the guarded way: in the workspace, with a clean environment, a timeout, output capped while it
 is read, and the whole process tree killed when it ends, when its time is up, or when the harness dies.
 
-Try:  python -c "import shell; print(shell.run(['sh', '-c', 'sleep 99 & echo started']))"
-On Linux every command runs under a small supervisor (this file: `python shell.py --supervise PID -- CMD...`)
-that adopts whatever the command leaves behind, even processes that started a session of their own, and kills
-it all when the command ends or times out, and when the harness dies, even by `kill -9`. With SANDBOX set, the
-command runs inside bubblewrap instead: no network, no home folder, secret files hidden, nothing else in sight.
+Run:  python shell.py sh -c 'sleep 99 & echo started'      (prints the result; the sleep does not survive)
+On Linux every command runs under supervisor.py, which adopts whatever the command leaves behind, even a process
+that started a session of its own, and kills it all when the command ends or times out, and when the harness
+dies, even by `kill -9`. With SANDBOX set, the command runs inside bubblewrap instead: no network, no home
+folder, secret files hidden, the harness out of sight.
 """
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -19,8 +18,9 @@ from pathlib import Path
 TIMEOUT = 10  # seconds a command may run before it and everything it started are killed
 MAX_OUTPUT = 1_000_000  # bytes a command may print before it is stopped: `yes` must not fill memory
 SANDBOX = None  # None, "read-only" or "workspace-write": harness.py --sandbox sets it (Linux, bubblewrap)
-SUPERVISED = sys.platform.startswith("linux")  # prctl() exists only there; elsewhere the process group is killed
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36  # from <linux/prctl.h>
+SUPERVISED = sys.platform.startswith("linux")  # prctl() exists there only; elsewhere the process group is killed
+PR_SET_DUMPABLE = 4  # from <linux/prctl.h>
+SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
 # Windows has no process groups as such: a new process group there lets taskkill /T end the whole tree.
 NEW_GROUP = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {"start_new_session": True}
 RUNNING = set()  # commands running now, so that Ctrl-C or a signal can end them too
@@ -81,7 +81,7 @@ def wrapped(argv, cwd):
     if SANDBOX:
         return sandboxed(argv, cwd)
     if SUPERVISED:
-        return [sys.executable, "-I", "-S", __file__, "--supervise", str(os.getpid()), "--", *argv]
+        return [sys.executable, "-I", "-S", SUPERVISOR, str(os.getpid()), "--", *argv]
     return argv
 
 
@@ -109,11 +109,25 @@ def stop_all():
         stop(process)
 
 
+def program(name, path):
+    """The file a bare program name runs, looked for in path (a PATH string) only, or None.
+
+    Example: program("ls", "/usr/local/bin:/usr/bin") -> "/usr/bin/ls"
+    """
+    endings = [""] + [e for e in os.environ.get("PATHEXT", "").split(os.pathsep) if e]  # Windows: ls.exe, ...
+    for folder in path.split(os.pathsep):
+        for ending in endings:
+            full = os.path.join(folder, name + ending)
+            if os.path.isfile(full) and os.access(full, os.X_OK):
+                return full
+    return None
+
+
 def shell_argv(command):
     """How a command a person approved runs: through the shell (cmd.exe on Windows)."""
     if os.name == "nt":
         return [os.environ.get("COMSPEC", "cmd.exe"), "/d", "/c", command]
-    return [shutil.which("sh", path=os.environ.get("PATH")) or "/bin/sh", "-c", command]
+    return [program("sh", os.environ.get("PATH", os.defpath)) or "/bin/sh", "-c", command]
 
 
 def sandboxed(argv, cwd):
@@ -153,7 +167,7 @@ def sandbox_problem():
     """None when bubblewrap can run a command here, else why not (in words a person can act on)."""
     if not sys.platform.startswith("linux"):
         return "--sandbox uses bubblewrap, which runs only on Linux; on this system approved commands run unconfined"
-    if shutil.which("bwrap") is None:
+    if program("bwrap", os.environ.get("PATH", os.defpath)) is None:
         return "--sandbox needs bubblewrap: install it (Debian, Ubuntu: sudo apt install bubblewrap)"
     tried = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"],
                            capture_output=True, text=True)
@@ -171,70 +185,5 @@ def hide_this_process():
         ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
-# ---------------------------------------------------------------------------------------------
-# The supervisor: a process between the harness and each command (Linux only).
-
-def supervise(harness, argv):
-    """Run argv as a child, adopt every process below it that loses its parent (a subreaper), and kill them all
-    when the command ends, or when SIGTERM comes: from the harness at a timeout, or from the kernel when the
-    harness dies (the parent-death signal)."""
-    import ctypes
-
-    libc = ctypes.CDLL(None)
-    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    signal.signal(signal.SIGTERM, lambda *_: end(143))
-    if os.getppid() != harness:
-        end(143)  # the harness died before the parent-death signal was set
-    child = os.fork()
-    if child == 0:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        try:
-            os.execvp(argv[0], argv)
-        except OSError as error:
-            print(f"{argv[0]}: {error.strerror}", file=sys.stderr)
-            os._exit(127)
-    while True:
-        pid, code = os.waitpid(-1, 0)  # also reaps the orphans this process adopted
-        if pid == child:
-            end(os.waitstatus_to_exitcode(code))
-
-
-def end(code):
-    """Kill every process below this one, again and again until none is left (an orphan comes up to this
-    process as its parent dies), then exit."""
-    while below := descendants(os.getpid()):
-        for pid in below:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        try:
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
-        except ChildProcessError:
-            pass
-    os._exit(code if code >= 0 else 128 - code)
-
-
-def descendants(root):
-    """The process ids below root, read from /proc."""
-    parents = {}
-    for entry in os.listdir("/proc"):
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-            parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])  # "pid (name) state ppid ..."
-        except (ValueError, OSError, IndexError):
-            continue
-    found, frontier = [], [root]
-    while frontier:
-        children = [pid for pid, parent in parents.items() if parent in frontier and pid not in found]
-        found += children
-        frontier = children
-    return found
-
-
 if __name__ == "__main__":
-    if sys.argv[1:2] != ["--supervise"] or sys.argv[3:4] != ["--"]:
-        sys.exit(__doc__)
-    supervise(int(sys.argv[2]), sys.argv[4:])
+    print(run(sys.argv[1:] or ["sh", "-c", "sleep 99 & echo started"], cwd=".", env=os.environ))

@@ -5,12 +5,14 @@ Run:  python harness.py "List the files here, then read backend.py and tell me w
 Every call is checked against its tool's schema, a write or a command that is not plainly read-only runs only
 after you say yes, the calls of one turn run at the same time, and every run ends with a status and exit code.
 """
+import time
+
+STARTED = time.monotonic()  # --deadline counts from here: the imports below take most of a second
+
 import argparse
 import json
 import os
 import sys
-import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,7 +84,7 @@ class Trace:
     once, so runs sharing a file never mix their lines, and a crash loses nothing already done."""
 
     def __init__(self, path=None):
-        self.run, self.file = uuid.uuid4().hex[:12], None
+        self.run, self.file = os.urandom(6).hex(), None
         try:
             self.file = open(path, "ab", buffering=0) if path else None
         except OSError as error:
@@ -405,7 +407,6 @@ def say(text="", end="\n"):
 
 
 def main(argv=None):
-    started = time.monotonic()  # --deadline counts from here: before the model's client is even imported
     args = arguments(argv)
     guards.WORKSPACE = Path(args.workspace).resolve()
     if args.sandbox and (problem := shell.sandbox_problem()):
@@ -418,7 +419,7 @@ def main(argv=None):
         sys.exit(f"error: {visible(str(error))}")
     result = run(args.task, backend=backend, approve=(lambda question: True) if args.yes else ask_user,
                  limits=Limits(args.max_steps, args.max_tool_calls, args.max_tokens, args.deadline), trace=args.trace,
-                 on_call=lambda step, name, arguments: say(f"[{step}] {name} {arguments}"), started=started)
+                 on_call=lambda step, name, arguments: say(f"[{step}] {name} {arguments}"), started=STARTED)
     try:
         report(result)
     except Stop as stop:

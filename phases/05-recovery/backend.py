@@ -14,9 +14,7 @@ import random
 import sys
 import threading
 import time
-from email.utils import parsedate_to_datetime
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import openai
 from dotenv import load_dotenv
@@ -67,7 +65,8 @@ def choose(name=None, model=None, base_url=None):
             f"The {name} backend needs an API key, but {key_var} is not set in {ENV_FILE} or the environment. "
             f"Put {key_var}=... in .env (see README.md for a free Groq key), or unset BACKEND to use the offline demo model.")
     base_url = base_url or os.environ.get("BASE_URL")
-    if base_url and not (urlsplit(base_url).scheme in ("http", "https") and urlsplit(base_url).netloc):
+    scheme, _, rest = (base_url or "").partition("://")
+    if base_url and not (scheme in ("http", "https") and rest.strip("/")):
         raise BackendError(f"BASE_URL={base_url!r} is not a URL I can send requests to: it must start with http:// or "
                            "https://, as in http://localhost:1234/v1.")
     return {
@@ -350,6 +349,8 @@ def asked_wait(headers):
         try:
             seconds = float(value) * unit
         except ValueError:
+            from email.utils import parsedate_to_datetime  # rare: imported when a date comes
+
             try:
                 seconds = parsedate_to_datetime(value).timestamp() - time.time()
             except (TypeError, ValueError):
@@ -377,7 +378,7 @@ def complete(prompt, backend=None):
 def where(backend):
     """The server, as the user configured it. Example: "the groq backend at https://api.groq.com/openai/v1" """
     if backend.get("url_given"):
-        return f"the server at {backend['base_url']} (BASE_URL, used as the {backend['name']} backend)"
+        return f"the server at {backend['base_url']} (your BASE_URL, as the {backend['name']} backend)"
     if backend["name"] == "demo":
         return f"the offline demo model at {backend['base_url']}"
     return f"the {backend['name']} backend at {backend['base_url']}"
@@ -388,7 +389,7 @@ def explain(error, backend, streamed=False):
     key_var = BACKENDS.get(backend["name"], {}).get("key_var") or "API_KEY"
     if isinstance(error, (openai.APIConnectionError, TimeoutError)):  # timeouts included
         said = getattr(error, "message", None) or "no answer in time"
-        return (f"Could not reach {where(backend)} ({said.rstrip('.')}). Check that the server is running, that "
+        return (f"Could not reach {where(backend)}: {said.rstrip('.')}. Check that the server is running, that "
                 "BASE_URL is right (or unset it), and your network.")
     if isinstance(error, BrokenReply) or not hasattr(error, "status_code"):  # no HTTP status: a broken reply
         return (f"{where(backend)} sent a broken reply ({reason(error)}), and retrying did not help. Try again later"

@@ -15,9 +15,7 @@ import random
 import sys
 import threading
 import time
-from email.utils import parsedate_to_datetime
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from dotenv import load_dotenv
 
@@ -66,7 +64,8 @@ def choose(name=None, model=None, base_url=None):
             f"The {name} backend needs an API key, but {key_var} is not set in {ENV_FILE} or the environment. "
             f"Put {key_var}=... in .env (see README.md for a free Groq key), or unset BACKEND to use the offline demo model.")
     base_url = base_url or os.environ.get("BASE_URL")
-    if base_url and not (urlsplit(base_url).scheme in ("http", "https") and urlsplit(base_url).netloc):
+    scheme, _, rest = (base_url or "").partition("://")
+    if base_url and not (scheme in ("http", "https") and rest.strip("/")):
         raise BackendError(f"BASE_URL={base_url!r} is not a URL I can send requests to: it must start with http:// or "
                            "https://, as in http://localhost:1234/v1.")
     return {
@@ -103,6 +102,7 @@ def sdk():
     """The openai package, imported on first use: importing it takes most of a second, which
     `python harness.py --help` should not wait for."""
     import openai
+    import openai.types.chat  # noqa: F401 (the response types, reached as openai.types.chat.ChatCompletion)
 
     return openai
 
@@ -205,12 +205,10 @@ def post_chat(api, request):
     every message to transform it, about 0.25 ms a message (100 ms a request at 400 messages, measured with
     tests/bench.py), while this posts the body as it is. The same request, the same response types."""
     openai = sdk()
-    from openai.types.chat import ChatCompletion, ChatCompletionChunk
-
     stream = request.get("stream", False)
     try:
-        return api.post("/chat/completions", body=request, cast_to=ChatCompletion, stream=stream,
-                        stream_cls=openai.Stream[ChatCompletionChunk] if stream else None)
+        return api.post("/chat/completions", body=request, cast_to=openai.types.chat.ChatCompletion, stream=stream,
+                        stream_cls=openai.Stream[openai.types.chat.ChatCompletionChunk] if stream else None)
     except (ValueError, RecursionError) as error:  # a body that is not JSON, or JSON nested too deep
         raise BrokenReply(f"the server's reply is not JSON ({str(error)[:100]})") from None
 
@@ -287,8 +285,6 @@ def assemble(stream, on_text):
     from its pieces (by index, else by id, else the latest call; a name repeated in every piece counts once);
     usage comes on the finish chunk (Groq) or a chunk of its own (OpenAI), so the last one seen wins. A stream
     that breaks after its finish chunk is complete; one that breaks before it is a BrokenReply."""
-    from openai.types.chat import ChatCompletion
-
     if "json" in stream.response.headers.get("content-type", ""):  # an error sent as JSON, not as a stream
         said = stream.response.read().decode("utf-8", errors="replace")
         raise BrokenReply(f"the server answered the stream request with JSON: {said[:300]}")
@@ -314,7 +310,7 @@ def assemble(stream, on_text):
     message = {"role": "assistant", "content": parts["content"] or None, "refusal": parts["refusal"] or None,
                "tool_calls": [{"id": c["id"], "type": "function", "function": c["function"]} for c in calls] or None}
     known = ("stop", "length", "tool_calls", "content_filter")  # the values the SDK's type allows
-    return ChatCompletion.model_validate({
+    return sdk().types.chat.ChatCompletion.model_validate({
         "id": "streamed", "object": "chat.completion", "created": 0, "model": "",
         "choices": [{"index": 0, "message": message, "finish_reason": finish if finish in known else "stop"}],
         "usage": usage and usage.model_dump()})
@@ -385,6 +381,8 @@ def asked_wait(headers):
         try:
             seconds = float(value) * unit
         except ValueError:
+            from email.utils import parsedate_to_datetime  # rare: imported when a date comes
+
             try:
                 seconds = parsedate_to_datetime(value).timestamp() - time.time()
             except (TypeError, ValueError):
@@ -412,7 +410,7 @@ def complete(prompt, backend=None):
 def where(backend):
     """The server, as the user configured it. Example: "the groq backend at https://api.groq.com/openai/v1" """
     if backend.get("url_given"):
-        return f"the server at {backend['base_url']} (BASE_URL, used as the {backend['name']} backend)"
+        return f"the server at {backend['base_url']} (your BASE_URL, as the {backend['name']} backend)"
     if backend["name"] == "demo":
         return f"the offline demo model at {backend['base_url']}"
     return f"the {backend['name']} backend at {backend['base_url']}"
@@ -424,7 +422,7 @@ def explain(error, backend, streamed=False):
     key_var = BACKENDS.get(backend["name"], {}).get("key_var") or "API_KEY"
     if isinstance(error, (openai.APIConnectionError, TimeoutError)):  # timeouts included
         said = getattr(error, "message", None) or "no answer in time"
-        return (f"Could not reach {where(backend)} ({said.rstrip('.')}). Check that the server is running, that "
+        return (f"Could not reach {where(backend)}: {said.rstrip('.')}. Check that the server is running, that "
                 "BASE_URL is right (or unset it), and your network.")
     if isinstance(error, BrokenReply) or not hasattr(error, "status_code"):  # no HTTP status: a broken reply
         return (f"{where(backend)} sent a broken reply ({reason(error)}), and retrying did not help. Try again later"

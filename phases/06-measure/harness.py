@@ -5,14 +5,15 @@ Run:  python harness.py "List the files here, then read backend.py and tell me w
 Every call is checked against its tool's schema, a write or a command that is not plainly read-only runs only
 after you say yes, the calls of one turn run at the same time, and every run ends with a status and exit code.
 """
+import time
+
+STARTED = time.monotonic()  # --deadline counts from here: the imports below take most of a second
+
 import argparse
 import json
 import os
 import signal
 import sys
-import time
-import uuid
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,7 +94,7 @@ class Trace:
     once, so runs sharing a file never mix their lines, and a crash loses nothing already done."""
 
     def __init__(self, path=None):
-        self.run, self.file = uuid.uuid4().hex[:12], None
+        self.run, self.file = os.urandom(6).hex(), None
         try:
             self.file = open(path, "ab", buffering=0) if path else None
         except OSError as error:
@@ -256,7 +257,7 @@ def fresh_ids(calls, used):
     a fresh id before anything refers to it, or the next request breaks the API's pairing rules."""
     for call in calls:
         if not call.id or call.id in used:
-            call.id = f"call_{uuid.uuid4().hex[:24]}"
+            call.id = f"call_{os.urandom(12).hex()}"
         used.add(call.id)
 
 
@@ -396,6 +397,8 @@ def execute(settings, actions):
     if len(actions) == 1:
         yield actions[0][0], *outcome(*actions[0])
         return
+    from concurrent.futures import ThreadPoolExecutor, as_completed  # here: `--help` should not wait for it
+
     pool = ThreadPoolExecutor(max_workers=max(len(actions), 1))
     futures = {pool.submit(outcome, call, action): call for call, action in actions}
     # a command stops itself at the deadline; a moment's grace lets its own result, saying what was killed, arrive
@@ -511,7 +514,6 @@ def catch_signals():
 
 
 def main(argv=None):
-    started = time.monotonic()  # --deadline counts from here: before the model's client is even imported
     args = arguments(argv)
     guards.WORKSPACE = Path(args.workspace).resolve()
     if args.sandbox and (problem := shell.sandbox_problem()):
@@ -527,7 +529,7 @@ def main(argv=None):
                  limits=Limits(args.max_steps, args.max_tool_calls, args.max_tokens, args.deadline), trace=args.trace,
                  on_text=(lambda text: say(text, end="")) if args.stream else None,
                  on_call=lambda step, name, arguments: say(f"[{step}] {name} {arguments}"), on_note=note,
-                 started=started)
+                 started=STARTED)
     try:
         report(result, streamed=args.stream)
     except Stop as stop:

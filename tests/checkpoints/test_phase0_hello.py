@@ -26,7 +26,7 @@ def test_backend_prints_a_reply_offline_with_a_one_line_notice(workspace):
     assert "demo model" in result.stdout, f"the demo model's hello should be on stdout.{shown(result)}"
     notes = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(notes) == 1 and "no API key found" in notes[0] and ".env" in notes[0], (
-        f"stderr should hold one line saying no API key was found and where you looked (step 4).{shown(result)}")
+        f"stderr should hold one line saying no API key was found and where you looked (step 3).{shown(result)}")
 
 
 def test_a_groq_key_sends_the_prompt_to_groq_with_its_default_model(workspace, server):

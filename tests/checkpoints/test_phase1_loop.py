@@ -73,6 +73,7 @@ def test_the_loop_never_echoes_reasoning_back(loop, server):
     answer = answer_of(loop.run(TASK, backend=scripted_backend(server)))
     assert answer == "It calls openai/gpt-oss-120b.", (
         f"run() ended with {answer!r}: the server said no? Rebuild the assistant message (step 5).")
+    assert all(request["body"].get("tools") for request in server.requests), "send the tools with every request"
     last = server.requests[-1]["body"]["messages"]
     assert [m["role"] for m in last][-4:] == ["assistant", "tool", "assistant", "tool"]
     assert "def " in last[-1]["content"] or "BACKENDS" in last[-1]["content"], "the tool result is the file"

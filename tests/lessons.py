@@ -1,0 +1,108 @@
+"""The lesson runner: runs every `$ command` of a lesson's console blocks, in a fresh copy of the course at that
+phase (the checkpoint's code at the top, a new git repository), and compares what it prints with what the lesson
+shows. In a shown output, a line `...` stands for any lines, and `...` inside a line for any text. A command
+ending in ` &` (a server) runs in the background until the lesson ends, and its first line is compared.
+
+Run:  python tests/lessons.py phases/01-loop/README.md      (prints each command, and each difference)
+The tests run every lesson this way (tests/test_lessons.py).
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from helpers import ROOT, checkpoints, clean_env
+
+HOME = "/home/you/harness"  # where the lessons say the course lives; the real place is put in its stead
+
+
+def commands(lesson_text):
+    """[(command, shown output)] of a lesson's ```console blocks, in order."""
+    found = []
+    for block in re.findall(r"^```console\n(.*?)^```", lesson_text, re.M | re.S):
+        for part in re.split(r"^\$ ", block, flags=re.M)[1:]:
+            command, _, shown = part.partition("\n")
+            found.append((command, shown))
+    return found
+
+
+def course_tree(checkpoint, destination):
+    """A copy of the course as a learner has it at a checkpoint: the course's files, the checkpoint's code at the
+    top, in a git repository of its own with one commit."""
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout.split("\n")
+    top_code = {p.name for c in checkpoints() for p in c.glob("*.py")}
+    for name in listed:
+        if name and name not in top_code and (ROOT / name).is_file():
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, destination / name)
+    for source in Path(checkpoint).glob("*.py"):
+        shutil.copy2(source, destination / source.name)
+    env = git_env()
+    for command in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "the course"]):
+        subprocess.run(["git", *command], cwd=destination, env=env, check=True, capture_output=True)
+    return destination
+
+
+def git_env():
+    return clean_env(GIT_AUTHOR_NAME="you", GIT_AUTHOR_EMAIL="you@example.com", GIT_COMMITTER_NAME="you",
+                     GIT_COMMITTER_EMAIL="you@example.com", GIT_CONFIG_GLOBAL=os.devnull, PYTHONUNBUFFERED="1",
+                     PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", TERM="dumb")
+
+
+def matches(shown, printed):
+    """True when printed fits shown, where `...` stands for any lines (a line of its own) or any text (in a line).
+
+    Example: matches("a\\n...\\nz x...\\n", "a\\nb\\nc\\nz x=1\\n") -> True
+    """
+    parts = []
+    for line in shown.rstrip("\n").split("\n") if shown.strip() else []:
+        if line.strip() == "...":
+            parts.append(r"(?:[^\n]*\n)*?")
+        else:
+            parts.append(".*?".join(re.escape(piece) for piece in line.rstrip().split("...")) + r"[ \t]*\n")
+    return re.fullmatch("".join(parts), printed) is not None
+
+
+def run_lesson(lesson, show=False):
+    """Run a lesson's commands in a fresh course tree at its checkpoint; return the differences found."""
+    lesson = Path(lesson).resolve()
+    found, servers = [], []
+    with tempfile.TemporaryDirectory() as scratch:
+        tree = course_tree(lesson.parent, Path(scratch) / "harness")
+        try:
+            for command, shown in commands(lesson.read_text(encoding="utf-8")):
+                printed = background(command, tree, servers) if command.endswith(" &") else run(command, tree)
+                printed = "".join(line.rstrip() + "\n" for line in printed.replace(str(tree), HOME).splitlines())
+                if show:
+                    print(f"$ {command}\n{printed}")
+                if not matches(shown, printed):
+                    found.append(f"$ {command}\n--- the lesson shows ---\n{shown}--- it printed ---\n{printed}")
+        finally:
+            for server in servers:
+                server.kill()
+    return found
+
+
+def run(command, tree):
+    """What a command prints, stdout and stderr together, as a terminal would show them."""
+    done = subprocess.run(["bash", "-c", f"{command} 2>&1"], cwd=tree, env=git_env(), capture_output=True,
+                          text=True, timeout=120)
+    return done.stdout
+
+
+def background(command, tree, servers):
+    """Start a command that runs on (a server) and return its first line, once it printed it."""
+    server = subprocess.Popen(["bash", "-c", f"exec {command[:-2]} 2>&1"], cwd=tree, env=git_env(),
+                              stdout=subprocess.PIPE, text=True)
+    servers.append(server)
+    return server.stdout.readline()
+
+
+if __name__ == "__main__":
+    problems = [problem for path in sys.argv[1:] for problem in run_lesson(path, show=True)]
+    print("\n".join(problems) or "every command printed what the lesson shows")
+    sys.exit(1 if problems else 0)
