@@ -1,7 +1,8 @@
 """Build the course tags from the phase checkpoints, touching none of your files; or start a phase on a branch of
 your own.
 
-Run:  python phases/tags.py              builds v0.0-start, v0.1-hello, v0.2-loop, ... (then: git diff v0.2-loop v0.3-guardrails)
+Run:  python phases/tags.py              builds v0.0-start, v0.1-hello, v0.2-loop, ...
+                                         (then: git diff v0.2-loop v0.3-guardrails)
       python phases/tags.py start 1      puts you on a new branch my-phase-1 at phase 1's start (v0.1-hello)
 v0.0-start is HEAD's committed tree without the code you write; each later tag is that tree with the top-level
 code of its checkpoint, and the tags form one linear history. Building them leaves your working tree, index and

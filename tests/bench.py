@@ -51,8 +51,9 @@ def raw_loop(url, first, results, stamps):
         message = json.loads(connection.getresponse().read())["choices"][0]["message"]
         if not message.get("tool_calls"):
             return
-        messages.append({"role": "assistant", "content": message.get("content") or "", "tool_calls": message["tool_calls"]})
-        messages += [{"role": "tool", "tool_call_id": c["id"], "content": results.pop(0)} for c in message["tool_calls"]]
+        calls = message["tool_calls"]
+        messages.append({"role": "assistant", "content": message.get("content") or "", "tool_calls": calls})
+        messages += [{"role": "tool", "tool_call_id": c["id"], "content": results.pop(0)} for c in calls]
 
 
 def long_run(harness, workspace):
@@ -93,10 +94,12 @@ def client_cost(workspace):
     server, url = serve([{"content": "hi", "usage": USAGE}] * 1000, workspace)
     try:
         body, where = {"model": "bench", "messages": [{"role": "user", "content": "hi"}]}, urlsplit(url)
-        client, connection = OpenAI(base_url=url, api_key="bench", max_retries=0), http.client.HTTPConnection(where.hostname, where.port)
+        client = OpenAI(base_url=url, api_key="bench", max_retries=0)
+        connection = http.client.HTTPConnection(where.hostname, where.port)
 
         def raw():
-            connection.request("POST", where.path + "/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
+            connection.request("POST", where.path + "/chat/completions", json.dumps(body),
+                               {"Content-Type": "application/json"})
             return json.loads(connection.getresponse().read())
 
         costs = []
@@ -217,7 +220,8 @@ def main():
         ("   last 20 steps / first 20", f"{median['growth']:.2f} x", "<= 2", median["growth"] <= 2),
         ("   the same, harness's own cost", f"{median['own_growth']:.2f} x (what it adds to the raw loop's step)",
          "<= 2", median["own_growth"] <= 2),
-        ("2. 4 parallel calls of 0.5 s", f"{median['parallel']:.2f} x a turn of one such call", "<= 1.25", median["parallel"] <= 1.25),
+        ("2. 4 parallel calls of 0.5 s", f"{median['parallel']:.2f} x a turn of one such call", "<= 1.25",
+         median["parallel"] <= 1.25),
         ("3. harness.py --help", f"{median['cold']:.2f} x import openai", "<= 0.25", median["cold"] <= 0.25),
         ("4. output flood (`yes`)", f"{median['flood_mb']:.0f} MB peak, {median['flood_ratio']:.2f} x a quiet run, "
                                     f"result in {median['flood_s']:.2f} s", "< 100 MB, timeout + 1 s",

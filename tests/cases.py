@@ -7,7 +7,6 @@ The tests run the same cases (tests/checkpoints/test_phase5_recovery.py).
 """
 import email.utils
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -15,9 +14,9 @@ from pathlib import Path
 
 from concurrent.futures import ThreadPoolExecutor
 
-from helpers import ROOT, clean_env, copy_code, demo_model
+from helpers import ROOT, copy_code, demo_model, run_python
 
-WORKERS = 4  # cases run side by side: most of a case is waiting (for a sleep, a retry, a deadline)
+WORKERS = 8  # cases run side by side: most of a case is waiting (for a sleep, a retry, a deadline)
 
 
 def call(name, arguments, id=None):
@@ -38,7 +37,8 @@ LIST = {"tool_calls": [call("list_dir", {"path": "."})]}
 READ = {"tool_calls": [call("read_file", {"path": "notes.txt"})]}
 TOOL_USE_FAILED = {"status": 400, "body": error("Failed to call a function. Please adjust your prompt. See "
                                                 "'failed_generation' for more details.", code="tool_use_failed",
-                                                failed_generation='<function=read_file{"path": "notes.txt"}</function>')}
+                                                failed_generation='<function=read_file{"path": "notes.txt"}'
+                                                                  '</function>')}
 USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 
 
@@ -72,7 +72,8 @@ CASES = {
     "tool_use_failed_then_answered": {
         "task": "Read notes.txt",
         "script": [TOOL_USE_FAILED, READ, "Read it."],
-        "expect": {"status": "answered", "exit": 0, "requests": 3, "stderr": "the model wrote", "results": ["buy milk"]}},
+        "expect": {"status": "answered", "exit": 0, "requests": 3, "stderr": "the model wrote",
+                   "results": ["buy milk"]}},
     "rate_limited_then_answered": {
         "task": "Say hi",
         "script": [{"status": 429, "headers": {"retry-after": "1"},
@@ -81,7 +82,8 @@ CASES = {
         "expect": {"status": "answered", "exit": 0, "requests": 2, "stderr": "trying again in 1.0 s"}},
     "server_error_then_answered": {
         "task": "Say hi",
-        "script": [{"status": 503, "body": {"error": {"message": "Service Unavailable", "type": "internal_server_error"}}},
+        "script": [{"status": 503, "body": {"error": {"message": "Service Unavailable",
+                                                      "type": "internal_server_error"}}},
                    {"status": 502, "body": "<html><body>502 Bad Gateway</body></html>"}, "Hi."],
         "expect": {"status": "answered", "exit": 0, "requests": 3}},
     "dropped_connection_then_answered": {
@@ -299,10 +301,12 @@ CASES = {
 }
 
 
+POOL = ThreadPoolExecutor(max_workers=WORKERS)
+
+
 def start_cases(names, code_dir=ROOT, traces=None):
-    """Start the cases, WORKERS at a time; returns {name: a future of its problems}."""
-    pool = ThreadPoolExecutor(max_workers=WORKERS)
-    return {name: pool.submit(run_case, name, code_dir, traces and Path(traces) / f"{name}.jsonl") for name in names}
+    """Start the cases, WORKERS at a time (with any started before); returns {name: a future of its problems}."""
+    return {name: POOL.submit(run_case, name, code_dir, traces and Path(traces) / f"{name}.jsonl") for name in names}
 
 
 def run_case(name, code_dir=ROOT, trace=None, show=False):
@@ -314,11 +318,10 @@ def run_case(name, code_dir=ROOT, trace=None, show=False):
         work = copy_code(code_dir, scratch)
         (work / "notes.txt").write_text("buy milk\n")
         trace = Path(case.get("trace") or trace or work / "trace.jsonl").resolve()
-        env = clean_env(BACKEND="groq", GROQ_API_KEY="gsk_case", BASE_URL=server.url, MODEL="openai/gpt-oss-120b")
+        env = dict(BACKEND="groq", GROQ_API_KEY="gsk_case", BASE_URL=server.url, MODEL="openai/gpt-oss-120b")
         started = time.monotonic()
-        done = subprocess.run([sys.executable, "harness.py", "--trace", str(trace), *case.get("args", []),
-                               case["task"]], cwd=work, env={**env, **case.get("env", {})}, input=case.get("input", ""),
-                              capture_output=True, text=True, timeout=60)
+        done = run_python(work, "harness.py", "--trace", str(trace), *case.get("args", []), case["task"],
+                        env={**env, **case.get("env", {})}, input=case.get("input", ""))
         seconds = time.monotonic() - started
         if show:
             print("the case ran: " + " ".join(["python harness.py", *case.get("args", []), json.dumps(case["task"])]))

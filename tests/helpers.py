@@ -1,14 +1,17 @@
 """Helpers the tests, the scripted cases, the benchmark and the lesson runner share, each defined once here."""
 import hashlib
+import multiprocessing
 import os
+import runpy
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-import demo_model  # noqa: E402
+import demo_model  # noqa: E402, F401 (tests import it from here)
 
 # Variables that would point a child process at a real provider: never inherited by tests.
 PROVIDER_VARS = ("GROQ_API_KEY", "OPENAI_API_KEY", "API_KEY", "BACKEND", "MODEL", "BASE_URL")
@@ -52,7 +55,11 @@ def clean_env(**settings):
 
 
 def run_python(cwd, *args, env=None, input="", timeout=60):
-    """Run `python ARGS...` in cwd with no provider settings but those given; returns the CompletedProcess."""
+    """Run `python ARGS...` in cwd with no provider settings but those given; returns the CompletedProcess. A
+    script (python SCRIPT.py ...) runs in a process forked from a warm one (see run_warm); anything else, such as
+    `python -X importtime ...`, in a new interpreter."""
+    if WARM and args and args[0].endswith(".py"):
+        return run_warm(cwd, *args, env=env, input=input, timeout=timeout)
     return subprocess.run([sys.executable, *args], cwd=cwd, env=clean_env(**(env or {})), input=input,
                           capture_output=True, text=True, timeout=timeout)
 
@@ -78,3 +85,57 @@ def running_commands(command):
     ps = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
     rows = [line.split(None, 1) for line in ps.splitlines() if line.strip()]
     return [row for row in rows if len(row) == 2 and row[1] == command and not row[0].startswith("Z")]
+
+
+# A process that imported openai once, and forks a child for each run: the same run as `python SCRIPT ...`, less
+# the half second of importing openai again. The scripted cases use it: they run the harness 150 times.
+WARM = multiprocessing.get_context("forkserver") if "forkserver" in multiprocessing.get_all_start_methods() else None
+if WARM:
+    WARM.set_forkserver_preload(["openai", "openai.types.chat"])
+
+
+def run_warm(cwd, *args, env=None, input="", timeout=60):
+    """`python SCRIPT.py ARGS...` in cwd, in a process forked from the warm one: a real process of its own, with its
+    own environment, files and exit code, only without Python's start and openai's import."""
+    with tempfile.TemporaryDirectory() as scratch:
+        paths = [Path(scratch, name) for name in ("stdin", "stdout", "stderr")]
+        for path, text in zip(paths, (input, "", "")):
+            path.write_text(text)
+        settings = (str(cwd), args, clean_env(**(env or {})), [str(p) for p in paths])
+        child = WARM.Process(target=warm_child, args=settings)
+        child.start()
+        child.join(timeout)
+        if child.exitcode is None:
+            child.kill()
+            child.join()
+            raise subprocess.TimeoutExpired(args, timeout)
+        return subprocess.CompletedProcess(args, child.exitcode, paths[1].read_text(), paths[2].read_text())
+
+
+def warm_child(cwd, args, env, paths):
+    """In the forked process: become `python ARGS...` run in cwd, then exit with its exit code."""
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+    for fd, path, mode in zip((0, 1, 2), paths, (os.O_RDONLY, os.O_WRONLY, os.O_WRONLY)):
+        os.dup2(os.open(path, mode), fd)
+    sys.stdin, sys.stdout, sys.stderr = (open(0, closefd=False), open(1, "w", closefd=False, buffering=1),
+                                         open(2, "w", closefd=False, buffering=1))
+    sys.argv = list(args)
+    script_folder = os.path.dirname(os.path.abspath(args[0]))  # as python puts it first on sys.path
+    sys.path = [script_folder] + [path for path in sys.path if path not in (str(ROOT), str(ROOT / "tests"))]
+    code = 0
+    try:
+        runpy.run_path(args[0], run_name="__main__")
+    except SystemExit as error:
+        code = error.code if isinstance(error.code, int) else 0 if error.code is None else 1
+        if not isinstance(error.code, (int, type(None))):
+            print(error.code, file=sys.stderr)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

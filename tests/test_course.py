@@ -3,7 +3,6 @@ has, the tag builder makes the tags without touching anything, a learner can sta
 own, the phase folders run as they are, and the learner's check passes correct code (ours, and a second
 implementation written from the lessons alone) and fails broken code with the symptom the lesson shows."""
 import re
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -35,7 +34,8 @@ def test_top_level_code_equals_its_checkpoint():
     code = {p.name for c in checkpoints() for p in c.glob("*.py")}
     for name in sorted(code):
         if checkpoint and (checkpoint / name).exists():
-            assert (ROOT / name).read_bytes() == (checkpoint / name).read_bytes(), f"{name} differs from {checkpoint.name}"
+            assert (ROOT / name).read_bytes() == (checkpoint / name).read_bytes(), \
+                f"{name} differs from {checkpoint.name}"
         else:
             assert not (ROOT / name).exists(), f"{name} is not part of {checkpoint and checkpoint.name}"
 
@@ -47,7 +47,9 @@ def python_blocks(markdown):
 
 def shown_in(block, sources):
     """True when a block appears in one of the sources, line for line at any indentation; a line '...' in
-    the block stands for any number of lines. Example: shown_in("x = 1\\n...\\ny = 2", ["x = 1\\nz = 0\\ny = 2"]) -> True
+    the block stands for any number of lines.
+
+    Example: shown_in("x = 1\\n...\\ny = 2", ["x = 1\\nz = 0\\ny = 2"]) -> True
     """
     segments = [[]]
     for line in block.rstrip().splitlines():
@@ -83,7 +85,8 @@ def matches(segment, lines):
     if len(lines) < len(segment):
         return False
     shift = indent(lines[0]) - indent(segment[0])
-    return shift >= 0 and all(l.rstrip() == " " * shift + s if s else not l.strip() for s, l in zip(segment, lines))
+    return shift >= 0 and all(line.rstrip() == " " * shift + s if s else not line.strip()
+                              for s, line in zip(segment, lines))
 
 
 def indent(line):
@@ -161,7 +164,8 @@ def test_a_learner_starts_a_phase_on_a_branch_of_their_own(clone):
     """`python phases/tags.py start 2`: a branch my-phase-2 at phase 2's start, with phase 1's code, which passes
     phase 1's check; a second start refuses, saying how to go back to the branch."""
     git("stash", "--quiet", "--include-untracked", cwd=clone)
-    started = subprocess.run([sys.executable, "phases/tags.py", "start", "2"], cwd=clone, capture_output=True, text=True)
+    started = subprocess.run([sys.executable, "phases/tags.py", "start", "2"], cwd=clone, capture_output=True,
+                             text=True)
     assert started.returncode == 0 and "my-phase-2" in started.stdout, started.stderr
     assert git("symbolic-ref", "--short", "HEAD", cwd=clone) == "my-phase-2"
     assert (clone / "harness.py").read_text() == (checkpoints()[1] / "harness.py").read_text()

@@ -16,7 +16,8 @@ PHASE = 4
 
 
 def calls(*pairs):
-    return {"tool_calls": [{"name": name, "arguments": args, "id": f"call_{n}"} for n, (name, args) in enumerate(pairs)]}
+    return {"tool_calls": [{"name": name, "arguments": args, "id": f"call_{n}"}
+                           for n, (name, args) in enumerate(pairs)]}
 
 
 def records(path):
@@ -66,26 +67,27 @@ def test_ctrl_c_while_tools_run_leaves_a_history_that_continues(harness, server,
 
 
 def test_the_deadline_stops_a_running_tool_and_the_history_continues(harness, server):
-    """An approved `sleep 30` under a 2 s deadline: stopped at the deadline, its call answered, the run over."""
+    """An approved `sleep 30` under a 1 s deadline: stopped at the deadline, its call answered, the run over."""
     server.push(calls(("run_shell", {"command": "sleep 30"})))
     started = time.monotonic()
     result = harness.run("Sleep", backend=scripted_backend(server), approve=lambda q: True,
-                         limits=harness.Limits(deadline=2))
-    assert result.status == "deadline" and time.monotonic() - started < 3, result
+                         limits=harness.Limits(deadline=1))
+    assert result.status == "deadline" and time.monotonic() - started < 2, result
     assert "deadline" in result.messages[-1]["content"], result.messages[-1]
     continues(harness, server, result)
 
 
 @pytest.mark.parametrize("stream", [[], ["--stream"]], ids=["plain", "stream"])
 def test_a_server_that_trickles_for_ever_meets_the_deadline(workspace, server, stream, code_dir):
-    """--deadline 3 against a server that sends a byte at a time for ever: status deadline within 4 s."""
+    """--deadline against a server that sends a byte at a time for ever: status deadline, on time (the cases hold
+    --deadline 3 to 4 s)."""
     if stream and not (code_dir / "harness.py").read_text().count("--stream"):
         pytest.skip("--stream comes in phase 5")
     server.push({"content": "never", "trickle_forever": 0.1})
     started = time.monotonic()
-    result = run_python(workspace, "harness.py", "--trace", "t.jsonl", "--deadline", "3", *stream, "Hi",
+    result = run_python(workspace, "harness.py", "--trace", "t.jsonl", "--deadline", "1.5", *stream, "Hi",
                         env=groq_env(server))
-    assert result.returncode == 3 and time.monotonic() - started < 4, result.stderr
+    assert result.returncode == 3 and time.monotonic() - started < 2.5, result.stderr
     assert records(workspace / "t.jsonl")[-1]["status"] == "deadline"
 
 
@@ -133,8 +135,8 @@ def test_a_reply_without_usage_still_counts_against_the_token_budget(harness, se
 def test_messages_name_the_server_the_user_configured(workspace, unused_port):
     """An unreachable BASE_URL is named as the user's own, not as the demo; a stream hint only when streaming."""
     url = f"http://127.0.0.1:{unused_port}/v1"
-    result = run_python(workspace, "harness.py", "Hi", env={"BACKEND": "demo", "BASE_URL": url})
-    assert result.returncode == 1 and url in result.stderr and "BASE_URL" in result.stderr, result.stderr
+    result = run_python(workspace, "harness.py", "--deadline", "1", "Hi", env={"BACKEND": "demo", "BASE_URL": url})
+    assert result.returncode in (1, 3) and url in result.stderr and "BASE_URL" in result.stderr, result.stderr
     assert "demo model at" not in result.stderr and ".;" not in result.stderr and "--stream" not in result.stderr
 
 

@@ -13,8 +13,8 @@ import pytest
 from helpers import answer_of, clean_env, groq_env, run_python, running_commands, scripted_backend
 
 PHASE = 2
-FILES = ("guards.py", "shell.py", "tools.py")  # the rules; tests that depend on the harness say so
-ALL = ("backend.py", "guards.py", "harness.py", "probe.py", "shell.py", "tools.py")
+FILES = ("guards.py", "shell.py", "supervisor.py", "tools.py")  # the rules; tests that depend on the harness say so
+ALL = ("backend.py", "guards.py", "harness.py", "probe.py", "shell.py", "supervisor.py", "tools.py")
 SECRET = "sk-live-0123456789abcdef"
 
 
@@ -315,3 +315,47 @@ def test_commands_die_with_the_harness_even_on_kill_9(workspace, server):
             break
         time.sleep(0.05)
     assert running_commands("sleep 65.5") == [], "the command outlived the harness"
+
+
+# The sandbox: what an in-process guard cannot promise, bubblewrap can.
+
+def sandbox_or_skip(load):
+    shell = load("shell")
+    problem = shell.sandbox_problem()
+    if problem:
+        pytest.skip(problem)
+    return shell
+
+
+@pytest.mark.parametrize("command", ["cat .e*", "cat $(printf .en)v", "grep -r GROQ .", "cat */../.env",
+                                     "find / -name .env -exec cat {} + 2>/dev/null",
+                                     "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'", "cat ~/.ssh/id_rsa"])
+def test_under_yes_and_the_sandbox_no_spelling_reaches_a_secret(harness, server, load, monkeypatch, command):
+    """--yes --sandbox: whatever the shell makes of a command, no secret comes back, not even the harness's own
+    API key from its environment."""
+    shell = sandbox_or_skip(load)
+    monkeypatch.setattr(shell, "SANDBOX", "workspace-write")
+    monkeypatch.setenv("GROQ_API_KEY", SECRET)
+    results, _ = turn(harness, server, shell_call(command), approve=lambda q: True)
+    assert SECRET not in results[0], results
+
+
+def test_the_sandbox_has_no_network_and_a_read_only_mode(harness, server, load, monkeypatch, workspace):
+    """In the sandbox nothing connects out, and in read-only mode nothing is written."""
+    shell = sandbox_or_skip(load)
+    monkeypatch.setattr(shell, "SANDBOX", "read-only")
+    port = server.port
+    results, _ = turn(harness, server, shell_call(f"echo > /dev/tcp/127.0.0.1/{port} && echo connected; touch made"),
+                      approve=lambda q: True)
+    assert "connected" not in results[0] and not (workspace / "made").exists(), results
+
+
+def test_without_bubblewrap_the_sandbox_says_so(load, monkeypatch):
+    """No bwrap on PATH: --sandbox is refused with a message saying what to install."""
+    shell = load("shell")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert "bubblewrap" in shell.sandbox_problem()
+
+
+def shell_call(command):
+    return "run_shell", {"command": command}

@@ -1,16 +1,22 @@
 """Every lesson runs as written: each `$ command` of its console blocks, run in a fresh copy of the course at the
 lesson's checkpoint, prints what the lesson shows (tests/lessons.py). And the runner can fail."""
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from helpers import checkpoints
 from lessons import commands, matches, run_lesson
 
 LESSONS = [p / "README.md" for p in checkpoints()]
+STARTED = {}  # lesson -> a future of its problems: the lessons run side by side, each in a tree of its own
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.parent.name for p in LESSONS])
 def test_every_command_of_the_lesson_prints_what_it_shows(lesson):
     assert commands(lesson.read_text(encoding="utf-8")), f"{lesson} shows no command to run"
-    problems = run_lesson(lesson)
+    if not STARTED:
+        pool = ThreadPoolExecutor(max_workers=3)
+        STARTED.update({path: pool.submit(run_lesson, path) for path in LESSONS})
+    problems = STARTED[lesson].result()
     assert problems == [], "\n\n".join(problems)
 
 

@@ -44,7 +44,8 @@ def choose(name=None, model=None, base_url=None):
     if key_var and not api_key:
         raise BackendError(
             f"The {name} backend needs an API key, but {key_var} is not set in {ENV_FILE} or the environment. "
-            f"Put {key_var}=... in .env (see README.md for a free Groq key), or unset BACKEND to use the offline demo model.")
+            f"Put {key_var}=... in .env (see README.md for a free Groq key), or unset BACKEND to use the offline demo "
+            "model.")
     base_url = base_url or os.environ.get("BASE_URL")
     scheme, _, rest = (base_url or "").partition("://")
     if base_url and not (scheme in ("http", "https") and rest.strip("/")):

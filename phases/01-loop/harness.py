@@ -61,7 +61,8 @@ def run_tool(call):
     try:
         args = json.loads(call.function.arguments or "{}")  # some servers send "" for no arguments
     except json.JSONDecodeError as error:
-        return f"error: the arguments are not valid JSON ({error}). Send a JSON object, e.g. {{\"path\": \"README.md\"}}."
+        return (f"error: the arguments are not valid JSON ({error}). "
+                "Send a JSON object, e.g. {\"path\": \"README.md\"}.")
     try:
         return REGISTRY[name](**args)
     except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
@@ -71,7 +72,8 @@ def run_tool(call):
 def main():
     parser = argparse.ArgumentParser(description="Run one task with a tool-calling model.")
     parser.add_argument("task", help="what you want done, in quotes")
-    parser.add_argument("--backend", choices=BACKENDS, help="default: $BACKEND, else the first API key found, else demo")
+    parser.add_argument("--backend", choices=BACKENDS,
+                        help="default: $BACKEND, else the first API key found, else demo")
     parser.add_argument("--model", help="default: $MODEL, else the backend's default model")
     parser.add_argument("--base-url", help="any OpenAI-compatible server (default: $BASE_URL, else the backend's)")
     args = parser.parse_args()

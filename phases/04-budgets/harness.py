@@ -253,7 +253,8 @@ def run_tools(settings, result, calls):
         raise
     finally:
         for call in calls:
-            result.messages.append({"role": "tool", "tool_call_id": call.id, "content": results.setdefault(call.id, why)})
+            content = results.setdefault(call.id, why)
+            result.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
         for call in calls:
             if results[call.id] == why:
                 record_tool(settings, result, call.id, call.function, why)
@@ -307,7 +308,8 @@ def outcome(call, action):
     except ToolError as error:  # the guardrails said no at the last moment
         return f"error: {error}", round(time.monotonic() - began, 3)
     except Exception as error:  # the model's arguments made the tool fail (a missing file): the model hears of it
-        return f"error: {call.function.name} failed: {type(error).__name__}: {error}", round(time.monotonic() - began, 3)
+        failed = f"error: {call.function.name} failed: {type(error).__name__}: {error}"
+        return failed, round(time.monotonic() - began, 3)
 
 
 def execute(settings, actions):
@@ -373,17 +375,20 @@ def positive(kind):
 def arguments(argv=None):
     parser = argparse.ArgumentParser(description="Run one task with a tool-calling model.")
     parser.add_argument("task", help="what you want done, in quotes")
-    parser.add_argument("--backend", choices=BACKENDS, help="default: $BACKEND, else the first API key found, else demo")
+    parser.add_argument("--backend", choices=BACKENDS,
+                        help="default: $BACKEND, else the first API key found, else demo")
     parser.add_argument("--model", help="default: $MODEL, else the backend's default model")
     parser.add_argument("--base-url", help="any OpenAI-compatible server (default: $BASE_URL, else the backend's)")
     parser.add_argument("--workspace", default=".", help="the folder the tools may touch (default: here)")
     parser.add_argument("--yes", action="store_true", help="approve every command and write that would be asked about")
     parser.add_argument("--sandbox", choices=("read-only", "workspace-write"),
                         help="run commands inside bubblewrap (Linux): no network, no home folder, secrets hidden")
-    parser.add_argument("--max-steps", type=positive(int), default=MAX_STEPS, help=f"model replies (default {MAX_STEPS})")
+    parser.add_argument("--max-steps", type=positive(int), default=MAX_STEPS,
+                        help=f"model replies (default {MAX_STEPS})")
     parser.add_argument("--max-tool-calls", type=positive(int), default=MAX_TOOL_CALLS,
                         help=f"tool calls, refused ones included (default {MAX_TOOL_CALLS})")
-    parser.add_argument("--max-tokens", type=positive(int), help="tokens, as the provider counts them (default: no limit)")
+    parser.add_argument("--max-tokens", type=positive(int),
+                        help="tokens, as the provider counts them (default: no limit)")
     parser.add_argument("--deadline", type=positive(float), metavar="SECONDS",
                         help="wall-clock time for the whole run, from the start (default: no limit)")
     parser.add_argument("--trace", metavar="FILE", help="append a JSONL trace of the run to FILE")

@@ -63,7 +63,8 @@ def choose(name=None, model=None, base_url=None):
     if key_var and not api_key:
         raise BackendError(
             f"The {name} backend needs an API key, but {key_var} is not set in {ENV_FILE} or the environment. "
-            f"Put {key_var}=... in .env (see README.md for a free Groq key), or unset BACKEND to use the offline demo model.")
+            f"Put {key_var}=... in .env (see README.md for a free Groq key), or unset BACKEND to use the offline demo "
+            "model.")
     base_url = base_url or os.environ.get("BASE_URL")
     scheme, _, rest = (base_url or "").partition("://")
     if base_url and not (scheme in ("http", "https") and rest.strip("/")):
@@ -405,7 +406,8 @@ def explain(error, backend, streamed=False):
     }.get(status, "The provider had a problem: try again in a minute." if status >= 500
           else "The server did not accept the request as it was built: see Troubleshooting in the lesson.")
     if body.get("code") == "tool_use_failed":  # Groq: the model wrote a call it could not parse
-        fix = f"The model wrote: {body.get('failed_generation')!r}. Run again or try another model, and send the tools on every request."
+        fix = (f"The model wrote: {body.get('failed_generation')!r}. Run again or try another model, and send the "
+               "tools on every request.")
     return f"{where(backend)} answered {status}: {body.get('message') or error.message} {fix}"
 
 

@@ -90,7 +90,8 @@ def visible(text, keep="\n\t"):
     direction overrides) spelled out as Python writes them, so nothing a model or a file wrote can move the cursor
     or redraw the screen. Line breaks and tabs are kept unless keep says otherwise.
 
-    Example: visible("ok\\x1b[2J\\r") -> "ok\\\\x1b[2J\\\\r" (shown as ok\\x1b[2J\\r);  visible("a\\nb", keep="") -> "a\\\\nb"
+    Example: visible("ok\\x1b[2J\\r") -> "ok\\\\x1b[2J\\\\r" (shown as ok\\x1b[2J\\r);
+             visible("a\\nb", keep="") -> "a\\\\nb"
     """
     if text.isprintable():
         return text
@@ -284,7 +285,8 @@ def plain_git(words):
     says its config is plain; revisions must name commits (a blob's id would print any file); and a diff leaves
     out every secret file, in history too.
 
-    Example: ["log", "-p", "-2"] -> ["--no-pager", "-c", ..., "log", "-p", "-2", "--", ".", ":(exclude,glob)**/.env", ...]
+    Example: ["log", "-p", "-2"] -> ["--no-pager", "-c", ..., "log", "-p", "-2", "--", ".",
+                                      ":(exclude,glob)**/.env", ...]
     """
     if not words or words[0] not in SAFE_GIT or not safe_repository():
         return None

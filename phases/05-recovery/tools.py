@@ -177,7 +177,8 @@ def write_question(path, content):
     right above the answer, so the last line read is what the answer is about.
 
     Example: write_question("a.txt", "new\\n") where a.txt holds "old\\n" ->
-             "Write a.txt: +1 -1 lines\\n--- a/a.txt\\n+++ b/a.txt\\n@@ -1 +1 @@\\n-old\\n+new\\nWrite a.txt: +1 -1 lines"
+             "Write a.txt: +1 -1 lines\\n--- a/a.txt\\n+++ b/a.txt\\n@@ -1 +1 @@\\n-old\\n+new\\n"
+             "Write a.txt: +1 -1 lines"
     """
     target = guards.inside_workspace(path)
     name = visible(str(target.relative_to(guards.real_root())))

@@ -121,7 +121,8 @@ def test_broken_arguments_are_sent_back_as_valid_json(loop, server):
 def test_the_step_limit_stops_a_model_that_never_answers(workspace, server, load):
     """A model that only ever calls tools gets MAX_STEPS requests, then the run stops: exit 3, `stopped:`."""
     max_steps = load("harness").MAX_STEPS
-    server.push(*[{"tool_calls": [call("read_file", {"path": "backend.py", "limit": n + 1})]} for n in range(max_steps + 1)])
+    server.push(*[{"tool_calls": [call("read_file", {"path": "backend.py", "limit": n + 1})]}
+                  for n in range(max_steps + 1)])
     result = harness(workspace, "Loop forever", env=groq_env(server))
     assert len(server.requests) == max_steps, f"{len(server.requests)} requests for MAX_STEPS = {max_steps}"
     assert result.returncode == 3 and "stopped:" in result.stdout and "step limit" in result.stdout, shown(result)

@@ -8,6 +8,8 @@ import pytest
 from helpers import answer_of, groq_env, run_python, running_commands, scripted_backend
 
 PHASE = 2
+FILES = ("guards.py", "shell.py", "supervisor.py", "tools.py")  # the rules; a check on the harness too says so
+ALL = ("backend.py", "guards.py", "harness.py", "probe.py", "shell.py", "supervisor.py", "tools.py")
 
 
 @pytest.fixture
@@ -70,6 +72,7 @@ def test_plain_read_only_commands_run_without_asking(harness, server):
     assert all("keep me" in r or "notes.txt" in r for r in results), results
 
 
+@pytest.mark.files(*ALL)
 @pytest.mark.parametrize("command", ["ls; touch pwned", "echo $(touch pwned)", "rm notes.txt", "touch pwned",
                                      "cat /etc/hostname", "grep -r KEY .", "git push"])
 def test_anything_else_asks_and_a_no_changes_nothing(harness, server, workspace, command):
@@ -81,6 +84,7 @@ def test_anything_else_asks_and_a_no_changes_nothing(harness, server, workspace,
     assert sorted(p.name for p in workspace.iterdir() if p.suffix != ".py") == [".env", "notes.txt"]
 
 
+@pytest.mark.files(*ALL)
 def test_an_approver_that_fails_or_does_not_answer_means_no(harness, server, workspace):
     """Only a plain True is a yes: an approver that raises, returns None or "yes" declines."""
     for approver in (lambda q: 1 / 0, lambda q: None, lambda q: "yes"):
@@ -123,6 +127,7 @@ def test_commands_run_without_the_api_keys(harness, server, monkeypatch):
     assert "HARMLESS=visible" in results[0] and "must_not_leak" not in results[0], results[0]
 
 
+@pytest.mark.files(*ALL)
 def test_what_the_model_wrote_cannot_redraw_the_screen(workspace, server):
     """Escape sequences and carriage returns in a call or an answer are printed visibly, never raw."""
     server.push({"tool_calls": [{"name": "run_shell", "arguments": {"command": "ls\x1b[2J\rrm -rf ~"}}]},
@@ -133,6 +138,7 @@ def test_what_the_model_wrote_cannot_redraw_the_screen(workspace, server):
     assert "\\x1b" in screen, f"the escape should be shown, spelled out: {screen[-400:]!r}"
 
 
+@pytest.mark.files(*ALL)
 def test_the_command_line_asks_reads_yes_and_keeps_to_the_workspace(workspace, server, tmp_path):
     """`--yes` approves; a piped "n" (or nothing) declines; `--workspace DIR` confines the tools to DIR."""
     server.push({"tool_calls": [{"name": "run_shell", "arguments": {"command": "touch made"}}]}, "Done.")
@@ -152,6 +158,7 @@ def test_the_command_line_asks_reads_yes_and_keeps_to_the_workspace(workspace, s
     assert missing.returncode == 2 and "no/such/dir" in missing.stderr
 
 
+@pytest.mark.files(*ALL)
 def test_done_when_the_demo_model_hears_each_refusal_and_answers(workspace, tmp_path):
     """Offline: a secret, a path outside and a declined command each come back as an error, and the run answers."""
     project = tmp_path / "project"

@@ -8,6 +8,7 @@ import pytest
 from helpers import answer_of, groq_env, run_python, scripted_backend
 
 PHASE = 3
+TOOLS_ONLY = ("guards.py", "shell.py", "tools.py")  # checks of tools.py alone run once per copy of it
 PYTHON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object", list: "array"}
 
 
@@ -23,14 +24,17 @@ def drift(tools):
             continue
         for arg, param in params.items():
             if PYTHON_TYPES.get(param.annotation) != properties[arg].get("type"):
-                problems.append(f"{name}.{arg}: annotated {param.annotation}, schema says {properties[arg].get('type')}")
+                problems.append(f"{name}.{arg}: annotated {param.annotation}, "
+                                f"schema says {properties[arg].get('type')}")
             if (param.default is inspect.Parameter.empty) != (arg in required):
                 problems.append(f"{name}.{arg}: required in one and optional in the other")
             if param.default is not inspect.Parameter.empty and properties[arg].get("default") != param.default:
-                problems.append(f"{name}.{arg}: default {param.default!r}, schema says {properties[arg].get('default')!r}")
+                problems.append(f"{name}.{arg}: default {param.default!r}, "
+                                f"schema says {properties[arg].get('default')!r}")
     return problems
 
 
+@pytest.mark.files(*TOOLS_ONLY)
 def test_schemas_and_functions_agree(load):
     """Each schema in TOOLS lists its function's arguments with the same names, types, required and defaults."""
     tools = load("tools")
@@ -38,6 +42,7 @@ def test_schemas_and_functions_agree(load):
     assert set(tools.REGISTRY) == {tool["function"]["name"] for tool in tools.TOOLS}
 
 
+@pytest.mark.files(*TOOLS_ONLY)
 @pytest.mark.parametrize("name, arguments, says", [
     ("read_file", "{}", ['missing', '"path"', 'Call it as {"path": "README.md"}']),
     ("read_file", '{"file": "a.txt"}', ['missing', '"path"']),
@@ -60,6 +65,7 @@ def test_a_bad_call_is_refused_with_what_is_wrong_and_the_right_shape(load, name
         assert "Call it as {" in str(caught.value)
 
 
+@pytest.mark.files(*TOOLS_ONLY)
 def test_a_good_call_passes_as_a_dict(load):
     """check_call() returns a good call's arguments as a dict; "" means no arguments."""
     tools = load("tools")
@@ -73,7 +79,8 @@ def test_done_when_a_malformed_call_gets_an_error_and_the_next_call_succeeds(wor
     """A malformed call comes back as an error showing the right shape; the model's corrected call then works."""
     (workspace / "notes.txt").write_text("the notes\n")
     server.push({"tool_calls": [{"name": "read_file", "arguments": bad}]},
-                {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]}, "The notes say: the notes.")
+                {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
+                "The notes say: the notes.")
     result = run_python(workspace, "harness.py", "Read notes.txt", env=groq_env(server))
     assert result.returncode == 0, result.stderr
     first, second = [m["content"] for m in server.requests[-1]["body"]["messages"] if m["role"] == "tool"]
@@ -91,6 +98,7 @@ def test_done_when_the_demo_model_fixes_its_write_from_the_error(workspace):
     assert (workspace / "notes.txt").read_text() == "hello\n"
 
 
+@pytest.mark.files(*TOOLS_ONLY)
 def test_read_file_pages_and_says_how_to_read_on(load, workspace):
     """read_file(path) gives PAGE_LINES lines and says where to read on; offset and limit pick any page."""
     tools = load("tools")
@@ -101,6 +109,7 @@ def test_read_file_pages_and_says_how_to_read_on(load, workspace):
     assert tools.read_file("big.txt", offset=401, limit=200).rstrip().endswith("line 500")
 
 
+@pytest.mark.files(*TOOLS_ONLY)
 def test_every_result_fits_in_max_chars(load, workspace):
     """Long lines and long files are cut so that a result, its note included, fits in MAX_CHARS."""
     tools = load("tools")

@@ -15,7 +15,8 @@ PHASE = 4
 
 def calls(*pairs):
     """A scripted reply with tool calls: calls(("run_shell", {"command": "ls"}), ...)"""
-    return {"tool_calls": [{"name": name, "arguments": args, "id": f"call_{n}"} for n, (name, args) in enumerate(pairs)]}
+    return {"tool_calls": [{"name": name, "arguments": args, "id": f"call_{n}"}
+                           for n, (name, args) in enumerate(pairs)]}
 
 
 def trace_of(path):
@@ -142,7 +143,8 @@ def test_an_answer_cut_off_by_the_output_limit_is_incomplete_and_runs_nothing(wo
     server.push({"content": "The answer is", "finish_reason": "length"})
     result, trace = cli(workspace, server, "Explain")
     assert result.returncode == 4 and trace[-1]["status"] == "incomplete" and "The answer is" in result.stdout
-    server.push({"tool_calls": [{"name": "run_shell", "arguments": '{"command": "touch ma'}], "finish_reason": "length"})
+    server.push({"tool_calls": [{"name": "run_shell", "arguments": '{"command": "touch ma'}],
+                 "finish_reason": "length"})
     result, trace = cli(workspace, server, "--yes", "Touch")
     assert result.returncode == 4 and not any(r["type"] == "tool" and r.get("run") == trace[-1].get("run")
                                               for r in trace)

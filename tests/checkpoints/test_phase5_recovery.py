@@ -16,10 +16,12 @@ STARTED = {}  # folder -> {case: future}: a folder's cases all start at its firs
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_done_when_the_scripted_case_passes(code_dir, name):
+def test_done_when_the_scripted_case_passes(code_dir, name, request):
     """The scripted case runs as tests/cases.py describes it (run `python tests/cases.py -v NAME` to watch it)."""
-    if code_dir not in STARTED:
-        STARTED[code_dir] = start_cases(CASES, code_dir)
+    if not STARTED:  # every folder's cases start now, side by side: most of a case is waiting
+        folders = {item.callspec.params["code_dir"] for item in request.session.items
+                   if item.originalname == "test_done_when_the_scripted_case_passes"}
+        STARTED.update({folder: start_cases(CASES, folder) for folder in sorted(folders)})
     found = STARTED[code_dir][name].result()
     assert found == [], f"case {name}: " + "; ".join(found)
 

@@ -93,7 +93,8 @@ def test_tool_choice_steers_the_first_request_only(harness, server, choice, sent
 
 
 def test_the_command_line_steers_the_choice_and_one_call_at_a_time(workspace, server):
-    """--tool-choice NAME and --no-parallel-tool-calls reach the request; a tool that does not exist is a usage error."""
+    """--tool-choice NAME and --no-parallel-tool-calls reach the request; a tool that does not exist is a usage
+    error."""
     server.push({"tool_calls": [{"name": "list_dir", "arguments": {}}]}, "Done.")
     result = run_python(workspace, "harness.py", "--tool-choice", "list_dir", "--no-parallel-tool-calls", "Look",
                         env=groq_env(server))
