@@ -89,6 +89,12 @@ def unused_port():
 
 
 @pytest.fixture
+def harness(load):
+    """harness.py of the code under test, imported in this process: run(task, backend=..., ...)."""
+    return load("harness")
+
+
+@pytest.fixture
 def load(workspace, monkeypatch):
     """Import modules of the code under test (tools, harness, ...) fresh from the workspace, run there: their
     WORKSPACE is the current directory, as when you run them."""

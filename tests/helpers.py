@@ -1,5 +1,6 @@
 """Helpers the tests, the scripted cases, the benchmark and the lesson runner share, each defined once here."""
 import hashlib
+import json
 import multiprocessing
 import os
 import runpy
@@ -73,6 +74,17 @@ def groq_env(server, key="gsk_test"):
 def scripted_backend(server, name="groq"):
     """The backend settings run() and chat() take, pointing at a scripted server."""
     return {"name": name, "base_url": server.url, "api_key": "gsk_test", "model": "openai/gpt-oss-120b"}
+
+
+def tool_calls(*pairs):
+    """A scripted reply calling tools, ids call_0, call_1, ...: tool_calls(("run_shell", {"command": "ls"}), ...)"""
+    return {"tool_calls": [{"name": name, "arguments": args, "id": f"call_{n}"}
+                           for n, (name, args) in enumerate(pairs)]}
+
+
+def trace_records(path):
+    """The records of a JSONL trace file."""
+    return [json.loads(line) for line in Path(path).read_text().splitlines()]
 
 
 def answer_of(value):

@@ -1256,3 +1256,15 @@ def test_scripted_usage_false_sends_no_usage_in_json_or_stream(demo):
     assert status == 200 and "usage" not in reply
     status, _, text = post(demo, chat(user("hi"), stream=True, stream_options={"include_usage": True}))
     assert status == 200 and '"usage"' not in text and "uncounted" in text
+
+
+def test_the_openai_stream_helper_assembles_a_tool_call_and_an_answer(demo):
+    """client.chat.completions.stream(), the SDK's own helper, reads the demo's streams: a tool call, then text."""
+    demo.push({"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}, "id": "c1"}], "split_arguments": 3},
+              "The file says hi.")
+    with client(demo).chat.completions.stream(model="demo", messages=[user("Read a.txt")], tools=TOOLS) as stream:
+        call = stream.get_final_completion().choices[0].message.tool_calls[0]
+    assert (call.id, call.function.name, call.function.arguments) == ("c1", "read_file", '{"path": "a.txt"}')
+    with client(demo).chat.completions.stream(model="demo", messages=[user("Read a.txt")]) as stream:
+        pieces = [event.delta for event in stream if event.type == "content.delta"]
+    assert "".join(pieces) == "The file says hi." and len(pieces) > 1

@@ -1,7 +1,6 @@
 """Every fault ends in a status, on time, with a valid history and a complete trace: a provider that misbehaves,
 an interruption at the worst moment, a trace file shared or full, a reader that goes away. Real processes, a
 real server; each test runs against every checkpoint from the phase that introduced what it checks."""
-import json
 import os
 import signal
 import subprocess
@@ -10,23 +9,15 @@ import threading
 import time
 
 import pytest
-from helpers import clean_env, groq_env, run_python, scripted_backend
+from helpers import clean_env, groq_env, run_python, scripted_backend, tool_calls, trace_records
 
 PHASE = 4
 
 
-def calls(*pairs):
-    return {"tool_calls": [{"name": name, "arguments": args, "id": f"call_{n}"}
-                           for n, (name, args) in enumerate(pairs)]}
 
 
-def records(path):
-    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-@pytest.fixture
-def harness(load):
-    return load("harness")
 
 
 def continues(harness, server, result):
@@ -39,7 +30,7 @@ def continues(harness, server, result):
 def test_an_interruption_at_an_approval_leaves_a_history_that_continues(harness, server, tmp_path):
     """Ctrl-C at the second of three questions: every call of the turn is answered, in the conversation and in
     the trace, so run(..., history=result.messages) goes on."""
-    server.push(calls(*[("run_shell", {"command": f"touch f{n}"}) for n in range(3)]))
+    server.push(tool_calls(*[("run_shell", {"command": f"touch f{n}"}) for n in range(3)]))
     asked = []
 
     def approve(question):
@@ -51,14 +42,14 @@ def test_an_interruption_at_an_approval_leaves_a_history_that_continues(harness,
     result = harness.run("Touch", backend=scripted_backend(server), approve=approve, trace=tmp_path / "t.jsonl")
     assert result.status == "interrupted"
     assert [m.get("tool_call_id") for m in result.messages[-3:]] == ["call_0", "call_1", "call_2"]
-    traced = [r["id"] for r in records(tmp_path / "t.jsonl") if r["type"] == "tool"]
-    assert sorted(traced) == ["call_0", "call_1", "call_2"] and records(tmp_path / "t.jsonl")[-1]["type"] == "end"
+    traced = [r["id"] for r in trace_records(tmp_path / "t.jsonl") if r["type"] == "tool"]
+    assert sorted(traced) == ["call_0", "call_1", "call_2"] and trace_records(tmp_path / "t.jsonl")[-1]["type"] == "end"
     continues(harness, server, result)
 
 
 def test_ctrl_c_while_tools_run_leaves_a_history_that_continues(harness, server, workspace):
     """Ctrl-C while two commands run: both calls get a result saying they were interrupted; the run continues."""
-    server.push(calls(("run_shell", {"command": "sleep 5"}), ("run_shell", {"command": "sleep 6"})))
+    server.push(tool_calls(("run_shell", {"command": "sleep 5"}), ("run_shell", {"command": "sleep 6"})))
     threading.Timer(1, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
     result = harness.run("Sleep", backend=scripted_backend(server), approve=lambda q: True)
     assert result.status == "interrupted" and result.seconds < 3, result
@@ -68,7 +59,7 @@ def test_ctrl_c_while_tools_run_leaves_a_history_that_continues(harness, server,
 
 def test_the_deadline_stops_a_running_tool_and_the_history_continues(harness, server):
     """An approved `sleep 30` under a 1 s deadline: stopped at the deadline, its call answered, the run over."""
-    server.push(calls(("run_shell", {"command": "sleep 30"})))
+    server.push(tool_calls(("run_shell", {"command": "sleep 30"})))
     started = time.monotonic()
     result = harness.run("Sleep", backend=scripted_backend(server), approve=lambda q: True,
                          limits=harness.Limits(deadline=1))
@@ -88,7 +79,7 @@ def test_a_server_that_trickles_for_ever_meets_the_deadline(workspace, server, s
     result = run_python(workspace, "harness.py", "--trace", "t.jsonl", "--deadline", "1.5", *stream, "Hi",
                         env=groq_env(server))
     assert result.returncode == 3 and time.monotonic() - started < 2.5, result.stderr
-    assert records(workspace / "t.jsonl")[-1]["status"] == "deadline"
+    assert trace_records(workspace / "t.jsonl")[-1]["status"] == "deadline"
 
 
 def test_runs_sharing_a_trace_file_do_not_mix_their_lines(workspace):
@@ -98,7 +89,7 @@ def test_runs_sharing_a_trace_file_do_not_mix_their_lines(workspace):
                              cwd=workspace, env=clean_env(BACKEND="demo"), stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL) for _ in range(3)]
     assert [run.wait(30) for run in runs] == [0, 0, 0]
-    lines = records(workspace / "shared.jsonl")
+    lines = trace_records(workspace / "shared.jsonl")
     ids = {record["run"] for record in lines}
     assert len(ids) == 3 and len(lines) == 15, lines
     for run_id in ids:
@@ -114,19 +105,19 @@ def test_a_trace_that_cannot_be_written_ends_the_run_cleanly(workspace, server):
 
 def test_a_reader_that_goes_away_ends_the_run_cleanly(workspace, server):
     """`python harness.py ... | head -c 1`: the run ends with a message on stderr, not a traceback."""
-    server.push(calls(*[("read_file", {"path": "harness.py", "limit": n + 1}) for n in range(3)]), "x" * 100000)
+    server.push(tool_calls(*[("read_file", {"path": "harness.py", "limit": n + 1}) for n in range(3)]), "x" * 100000)
     process = subprocess.Popen([sys.executable, "harness.py", "--trace", "t.jsonl", "Read"], cwd=workspace,
                                env=clean_env(**groq_env(server)), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     process.stdout.read(1)
     process.stdout.close()
     stderr = process.stderr.read().decode()
     assert process.wait(30) == 1 and "Traceback" not in stderr and "output" in stderr, stderr
-    assert records(workspace / "t.jsonl")[-1]["type"] == "end"
+    assert trace_records(workspace / "t.jsonl")[-1]["type"] == "end"
 
 
 def test_a_reply_without_usage_still_counts_against_the_token_budget(harness, server):
     """A server that sends no usage: the tokens are estimated, so --max-tokens still ends the run."""
-    server.push(*[{**calls(("list_dir", {"path": f"d{n}"})), "usage": False} for n in range(10)])
+    server.push(*[{**tool_calls(("list_dir", {"path": f"d{n}"})), "usage": False} for n in range(10)])
     result = harness.run("Loop", backend=scripted_backend(server), limits=harness.Limits(max_tokens=500))
     assert result.status == "token_limit" and result.steps < 10, result
 

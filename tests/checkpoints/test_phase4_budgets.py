@@ -1,42 +1,31 @@
 """Phase 4, budgets, parallel calls and the trace: run() returns a Result whose status names how the run ended,
 every budget ends the run with its own status and exit code, the calls of one turn run at the same time, and the
 JSONL trace holds everything, even after a crash. Checked through run(), Limits, the command line and the trace."""
-import json
 import signal
 import subprocess
 import sys
 import time
 
-import pytest
-from helpers import clean_env, groq_env, run_python, scripted_backend
+from helpers import clean_env, groq_env, run_python, scripted_backend, tool_calls, trace_records
 
 PHASE = 4
 
 
-def calls(*pairs):
-    """A scripted reply with tool calls: calls(("run_shell", {"command": "ls"}), ...)"""
-    return {"tool_calls": [{"name": name, "arguments": args, "id": f"call_{n}"}
-                           for n, (name, args) in enumerate(pairs)]}
 
 
-def trace_of(path):
-    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-@pytest.fixture
-def harness(load):
-    return load("harness")
 
 
 def test_done_when_three_slow_calls_in_one_turn_take_about_the_time_of_one(harness, server, tmp_path):
     """Three commands that each sleep a second, in one turn, take well under two seconds together."""
-    server.push(calls(*[("run_shell", {"command": f"sleep 1; echo {n}"}) for n in range(3)]), "All slept.")
+    server.push(tool_calls(*[("run_shell", {"command": f"sleep 1; echo {n}"}) for n in range(3)]), "All slept.")
     started = time.monotonic()
     result = harness.run("Sleep three times", backend=scripted_backend(server), approve=lambda q: True,
                          trace=tmp_path / "trace.jsonl")
     took = time.monotonic() - started
     assert result.status == "answered" and result.answer == "All slept.", result
-    tools = [r for r in trace_of(tmp_path / "trace.jsonl") if r["type"] == "tool"]
+    tools = [r for r in trace_records(tmp_path / "trace.jsonl") if r["type"] == "tool"]
     assert sum(r["seconds"] for r in tools) >= 3.0 and took < 2.5, f"{took:.1f} s for three 1 s sleeps"
     messages = server.requests[-1]["body"]["messages"]
     assert [(m["tool_call_id"], m["content"].split()[-1]) for m in messages[-3:]] == [
@@ -46,7 +35,7 @@ def test_done_when_three_slow_calls_in_one_turn_take_about_the_time_of_one(harne
 def test_a_failing_call_does_not_sink_its_siblings(harness, server, workspace):
     """One call of a turn failing leaves the others' results alone."""
     (workspace / "a.txt").write_text("alpha")
-    server.push(calls(("read_file", {"path": "missing.txt"}), ("read_file", {"path": "a.txt"}),
+    server.push(tool_calls(("read_file", {"path": "missing.txt"}), ("read_file", {"path": "a.txt"}),
                       ("no_such_tool", {})), "ok")
     result = harness.run("Read", backend=scripted_backend(server), approve=lambda q: False)
     assert result.status == "answered"
@@ -56,7 +45,7 @@ def test_a_failing_call_does_not_sink_its_siblings(harness, server, workspace):
 
 def test_questions_are_asked_one_at_a_time_in_call_order(harness, server):
     """Approvals come first, one at a time, in the order of the calls."""
-    server.push(calls(*[("run_shell", {"command": f"touch f{n}"}) for n in range(3)]), "ok")
+    server.push(tool_calls(*[("run_shell", {"command": f"touch f{n}"}) for n in range(3)]), "ok")
     asked, busy = [], []
 
     def approve(question):
@@ -83,7 +72,7 @@ def test_the_result_carries_the_conversation_and_can_be_continued(harness, serve
 
 def test_completion_options_go_with_every_request_but_never_replace_the_loop(harness, server):
     """options= reach every request; they never replace the loop's model, messages or tools."""
-    server.push(calls(("list_dir", {})), "ok")
+    server.push(tool_calls(("list_dir", {})), "ok")
     options = {"temperature": 0.2, "seed": 7, "model": "other-model", "messages": [], "tools": []}
     harness.run("List", backend=scripted_backend(server), options=options)
     for request in server.requests:
@@ -95,34 +84,34 @@ def test_completion_options_go_with_every_request_but_never_replace_the_loop(har
 def test_every_budget_ends_the_run_with_its_own_status(harness, server):
     """Limits(max_steps=..., max_tool_calls=..., max_tokens=...) each end the run with their status."""
     usage = {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}
-    server.push(*[{**calls(("list_dir", {})), "usage": usage}] * 2)
+    server.push(*[{**tool_calls(("list_dir", {})), "usage": usage}] * 2)
     steps = harness.run("Loop", backend=scripted_backend(server), limits=harness.Limits(max_steps=2))
     assert (steps.status, steps.steps, len(server.requests)) == ("step_limit", 2, 2), steps
     server.requests.clear()
-    server.push(*[{**calls(("list_dir", {})), "usage": usage}] * 2)
+    server.push(*[{**tool_calls(("list_dir", {})), "usage": usage}] * 2)
     tokens = harness.run("Loop", backend=scripted_backend(server), limits=harness.Limits(max_tokens=100))
     assert (tokens.status, tokens.usage["total_tokens"]) == ("token_limit", 120), tokens
     server.requests.clear()
-    server.push(calls(("no_such_tool", {}), ("list_dir", {}), ("list_dir", {"path": "sub"})))
-    tool_calls = harness.run("Loop", backend=scripted_backend(server), limits=harness.Limits(max_tool_calls=2))
-    assert tool_calls.status == "tool_call_limit" and len(server.requests) == 1, tool_calls
-    assert tool_calls.messages[-1]["content"].startswith("error: not run"), "the third call is not run"
+    server.push(tool_calls(("no_such_tool", {}), ("list_dir", {}), ("list_dir", {"path": "sub"})))
+    calls = harness.run("Loop", backend=scripted_backend(server), limits=harness.Limits(max_tool_calls=2))
+    assert calls.status == "tool_call_limit" and len(server.requests) == 1, calls
+    assert calls.messages[-1]["content"].startswith("error: not run"), "the third call is not run"
 
 
 def cli(workspace, server, *args, input=""):
     trace = workspace / "trace.jsonl"
     result = run_python(workspace, "harness.py", "--trace", str(trace), *args, env=groq_env(server), input=input)
-    return result, trace_of(trace) if trace.exists() else []
+    return result, trace_records(trace) if trace.exists() else []
 
 
 def test_the_command_line_exits_with_the_status_code_and_a_summary(workspace, server):
     """Exit 0 and a summary line when answered; 3 for a budget, with `stopped:`; 2 for a bad flag."""
-    server.push(calls(("list_dir", {})), "Done.")
+    server.push(tool_calls(("list_dir", {})), "Done.")
     result, trace = cli(workspace, server, "List")
     assert result.returncode == 0 and trace[-1]["status"] == "answered", result.stderr
     summary = result.stderr.strip().splitlines()[-1]
     assert summary.startswith("answered: 2 steps, 1 tool calls, ") and " tokens, " in summary, summary
-    server.push(*[calls(("list_dir", {}))] * 3)
+    server.push(*[tool_calls(("list_dir", {}))] * 3)
     result, trace = cli(workspace, server, "--max-steps", "2", "Loop")
     assert result.returncode == 3 and trace[-1]["status"] == "step_limit" and "stopped: step limit" in result.stdout
     for args in (["--max-steps", "0", "x"], ["--deadline", "soon", "x"], ["--bogus", "x"]):
@@ -153,7 +142,7 @@ def test_an_answer_cut_off_by_the_output_limit_is_incomplete_and_runs_nothing(wo
 def test_the_trace_holds_every_call_and_the_end(workspace, server):
     """The trace: a start record, a reply record per model reply, a tool record per call, and an end record."""
     (workspace / "a.txt").write_text("alpha")
-    server.push(calls(("read_file", {"path": "a.txt"}), ("read_file", {"path": "nope.txt"})), "Read them.")
+    server.push(tool_calls(("read_file", {"path": "a.txt"}), ("read_file", {"path": "nope.txt"})), "Read them.")
     result, trace = cli(workspace, server, "Read")
     assert result.returncode == 0
     assert [r["type"] for r in trace] == ["start", "reply", "tool", "tool", "reply", "end"]
@@ -167,7 +156,7 @@ def test_the_trace_holds_every_call_and_the_end(workspace, server):
 
 
 def start_slow_run(workspace, server, trace):
-    server.push(calls(("list_dir", {})), {"content": "late", "delay": 30})
+    server.push(tool_calls(("list_dir", {})), {"content": "late", "delay": 30})
     process = subprocess.Popen([sys.executable, "harness.py", "--trace", str(trace), "Slow"], cwd=workspace,
                                env=clean_env(**groq_env(server)), stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -185,7 +174,7 @@ def test_a_run_killed_midway_leaves_a_trace_whose_lines_all_parse(workspace, ser
     process = start_slow_run(workspace, server, trace)
     process.kill()
     process.wait()
-    assert [r["type"] for r in trace_of(trace)] == ["start", "reply", "tool"]
+    assert [r["type"] for r in trace_records(trace)] == ["start", "reply", "tool"]
 
 
 def test_ctrl_c_ends_the_run_as_interrupted_with_exit_130(workspace, server):
@@ -195,4 +184,4 @@ def test_ctrl_c_ends_the_run_as_interrupted_with_exit_130(workspace, server):
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=10)
     assert process.returncode == 130 and "Traceback" not in stderr, stderr
-    assert trace_of(trace)[-1]["status"] == "interrupted"
+    assert trace_records(trace)[-1]["status"] == "interrupted"

@@ -15,9 +15,6 @@ class Files(BaseModel):
     names: list[str]
 
 
-@pytest.fixture
-def harness(load):
-    return load("harness")
 
 
 def final(arguments):
