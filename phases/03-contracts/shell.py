@@ -30,12 +30,13 @@ SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/opt", "
                   "/etc/nsswitch.conf", "/etc/resolv.conf", sys.base_prefix)
 
 
-def run(argv, cwd, env, keep=4000, deadline=None):
+def run(argv, cwd, env, keep=4000, deadline=None, hide=()):
     """Run argv in cwd and return its exit code and output: at most `keep` characters of it, with a note saying
-    how much was cut. It is stopped after TIMEOUT seconds, or at `deadline` (a time.monotonic()) if sooner."""
+    how much was cut. It is stopped after TIMEOUT seconds, or at `deadline` (a time.monotonic()) if sooner.
+    hide: the paths a sandbox must keep from the command (secret files)."""
     timeout = TIMEOUT
     seconds = min(timeout, deadline - time.monotonic()) if deadline else timeout
-    process = subprocess.Popen(wrapped(argv, cwd), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+    process = subprocess.Popen(wrapped(argv, cwd, hide), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **NEW_GROUP)
     RUNNING.add(process)
     kept, printed = bytearray(), 0
@@ -76,10 +77,10 @@ def status(code, printed, seconds, timeout):
     return f"exit code {code}"
 
 
-def wrapped(argv, cwd):
+def wrapped(argv, cwd, hide):
     """What really starts: the sandbox around the command, or the supervisor (Linux), or the command itself."""
     if SANDBOX:
-        return sandboxed(argv, cwd)
+        return sandboxed(argv, cwd, hide)
     if SUPERVISED:
         return [sys.executable, "-I", "-S", SUPERVISOR, str(os.getpid()), "--", *argv]
     return argv
@@ -130,37 +131,19 @@ def shell_argv(command):
     return [program("sh", os.environ.get("PATH", os.defpath)) or "/bin/sh", "-c", command]
 
 
-def sandboxed(argv, cwd):
+def sandboxed(argv, cwd, hide):
     """argv inside bubblewrap: system folders read-only, the workspace read-write or read-only as SANDBOX says,
-    its secret files (and files with other names) hidden behind empty ones, no network, no home folder, and
-    the harness's own processes and environment out of sight. It dies with the harness (--die-with-parent)."""
-    import guards  # the secret rules live there
-
+    the paths in hide (secret files) behind empty ones, no network, no home folder, and the harness's own
+    processes and environment out of sight. It dies with the harness (--die-with-parent)."""
     mount = "--bind" if SANDBOX == "workspace-write" else "--ro-bind"
     args = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--proc", "/proc", "--dev", "/dev",
             "--tmpfs", "/tmp", "--setenv", "HOME", "/tmp"]
     for folder in SYSTEM_FOLDERS:
         args += ["--ro-bind-try", folder, folder]
     args += [mount, str(cwd), str(cwd)]
-    for hidden in hidden_files(Path(cwd), guards):
-        args += ["--tmpfs" if hidden.is_dir() else "--ro-bind", *([] if hidden.is_dir() else ["/dev/null"]),
-                 str(hidden)]
+    for path in hide:
+        args += ["--tmpfs", str(path)] if os.path.isdir(path) else ["--ro-bind", "/dev/null", str(path)]
     return [*args, "--chdir", str(cwd), "--", *argv]
-
-
-def hidden_files(root, guards):
-    """The files and folders a sandboxed command must not read: secrets, and files with more than one name."""
-    found = []
-    for folder, folders, files in os.walk(root):
-        for name in folders + files:
-            path = Path(folder, name)
-            relative = path.relative_to(root)
-            if guards.is_secret(relative) or guards.is_secret(relative / "x"):  # "x": anything inside .git, .ssh
-                found.append(path)
-            elif name in files and not path.is_symlink() and path.stat().st_nlink > 1:
-                found.append(path)
-        folders[:] = [name for name in folders if Path(folder, name) not in found]
-    return found
 
 
 def sandbox_problem():

@@ -348,6 +348,22 @@ def search_path():
     return os.pathsep.join(p for p in entries if p and Path(p).is_absolute() and not within(p))
 
 
+def hidden_files():
+    """What a sandboxed command must not read: the workspace's secret files and folders (.git, .ssh, ...), and
+    files with more than one name (one may be a secret by another name)."""
+    root, found = real_root(), []
+    for folder, folders, files in os.walk(root):
+        for name in folders + files:
+            path = Path(folder, name)
+            relative = path.relative_to(root)
+            if is_secret(relative) or is_secret(relative / "x"):  # "x": anything inside .git, .ssh
+                found.append(path)
+            elif name in files and not path.is_symlink() and path.stat().st_nlink > 1:
+                found.append(path)
+        folders[:] = [name for name in folders if Path(folder, name) not in found]  # hidden whole
+    return found
+
+
 def command_env(argv=None):
     """The environment a command runs with: PATH from search_path(), and no variable whose name or value looks
     like a secret (an API key, a token, a URL with a password in it). git gets git_env().

@@ -180,7 +180,8 @@ def answer_every_call(settings, result):
         if call["id"] not in answered:
             content = f"error: not run: the run ended first ({result.status})"
             result.messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
-            record_tool(settings, result, call["id"], call["function"], content)
+            settings.trace.record("tool", step=result.steps, id=call["id"], name=call["function"]["name"],
+                                  arguments=call["function"]["arguments"], is_error=True, result=content, seconds=0.0)
 
 
 def loop(settings, result):
@@ -287,7 +288,7 @@ def run_tools(settings, result, calls):
         same, told = repeats(settings, calls)
         for call, content, seconds in execute(settings, decide_all(settings, result, calls, same, told, results)):
             results[call.id] = content
-            record_tool(settings, result, call.id, call.function, content, seconds)
+            record_tool(settings, result, call, content, seconds)
     except KeyboardInterrupt:
         why = "error: interrupted before it finished"
         raise
@@ -301,7 +302,7 @@ def run_tools(settings, result, calls):
             result.messages.append({"role": "tool", "tool_call_id": call.id, "content": results[call.id]})
         for call in calls:
             if call.id in same or results[call.id] == why:
-                record_tool(settings, result, call.id, call.function, results[call.id])
+                record_tool(settings, result, call, results[call.id])
 
 
 def repeats(settings, calls):
@@ -359,7 +360,7 @@ def decide_all(settings, result, calls, same, told, results):
             actions.append((call, decide(settings, result, call)))
         except ToolError as error:  # the budget, the contract, the guardrails or the person said no
             results[call.id] = f"error: {error}"
-            record_tool(settings, result, call.id, call.function, results[call.id])
+            record_tool(settings, result, call, results[call.id])
     return actions
 
 
@@ -398,7 +399,7 @@ def outcome(call, action):
 def execute(settings, actions):
     """Run the calls that may run, all at the same time, and hand back each result as it comes in, until the run's
     deadline."""
-    pool = ThreadPoolExecutor(max_workers=max(len(actions), 1))
+    pool = ThreadPoolExecutor(max_workers=len(actions) or 1)
     futures = {pool.submit(outcome, call, action): call for call, action in actions}
     # a command stops itself at the deadline; a moment's grace lets its own result, saying what was killed, arrive
     left = deadline(settings) - time.monotonic() + GRACE if settings.limits.deadline else None
@@ -411,12 +412,11 @@ def execute(settings, actions):
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def record_tool(settings, result, call_id, function, content, seconds=0.0):
-    """The trace record of one tool call. function is the call's function: an object or a dict."""
-    name, arguments = (function["name"], function["arguments"]) if isinstance(function, dict) else (
-        function.name, function.arguments)
-    settings.trace.record("tool", step=result.steps, id=call_id, name=name, arguments=arguments,
-                          is_error=content.startswith("error:"), result=content, seconds=seconds)
+def record_tool(settings, result, call, content, seconds=0.0):
+    """The trace record of one tool call (an SDK call object)."""
+    settings.trace.record("tool", step=result.steps, id=call.id, name=call.function.name,
+                          arguments=call.function.arguments, is_error=content.startswith("error:"), result=content,
+                          seconds=seconds)
 
 
 def assistant_message(message):

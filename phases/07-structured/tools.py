@@ -157,8 +157,9 @@ def run_plain(command, argv, deadline=None):
 
 
 def run_argv(argv, deadline=None):
+    hide = guards.hidden_files() if shell.SANDBOX else ()  # the sandbox keeps these from the command
     return shell.run(argv, cwd=guards.WORKSPACE, env=guards.command_env(argv), keep=MAX_CHARS - NOTE_ROOM,
-                     deadline=deadline)
+                     deadline=deadline, hide=hide)
 
 
 def write_file(path: str, content: str) -> str:
