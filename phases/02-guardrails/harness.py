@@ -14,7 +14,7 @@ import guards
 import shell
 from backend import BACKENDS, BackendError, chat, choose
 from guards import ToolError, visible
-from tools import REGISTRY, TOOLS, plan
+from tools import MAX_CHARS, NOTE_ROOM, REGISTRY, TOOLS, plan
 
 MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
 SYSTEM = ("You are a careful assistant working in the user's workspace directory. "
@@ -105,17 +105,21 @@ def decide(call, approve):
 
 
 def run_tool(call, approve):
-    """The tool boundary: what a call returns, or why it did not run, as text the model can act on."""
+    """The tool boundary: what a call returns, or why it did not run or failed, as text the model can act on."""
     try:
-        action = decide(call, approve)
-    except ToolError as error:  # the guardrails or the person said no
-        return f"error: {error}"
-    try:
-        return action()
-    except ToolError as error:  # the guardrails said no at the last moment
-        return f"error: {error}"
-    except Exception as error:  # the model's arguments made the tool fail (a missing file): the model hears of it
-        return f"error: {call.function.name} failed: {type(error).__name__}: {error}"
+        return decide(call, approve)()
+    except Exception as error:  # the contract, the guardrails or the person said no, or the tool failed
+        return error_result(call, error)
+
+
+def error_result(call, error):
+    """Why a call did not run, or failed, as text the model can act on, and no longer than any result: a
+    ToolError says what was refused and why; any other error is one the model's arguments caused (a missing
+    file, a name with a NUL in it), and the model hears of it rather than the harness stopping."""
+    text = f"error: {error}" if isinstance(error, ToolError) else \
+        f"error: {call.function.name} failed: {type(error).__name__}: {error}"
+    cut = len(text) - (MAX_CHARS - NOTE_ROOM)
+    return text if len(text) <= MAX_CHARS else f"{text[:MAX_CHARS - NOTE_ROOM]}\n[... {cut} more characters cut]"
 
 
 def main():

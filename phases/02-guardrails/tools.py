@@ -24,7 +24,7 @@ def plan(name, args, deadline=None):
         argv = guards.plain_command(args["command"])  # refuses a command that names a secret file
         if argv:  # judged plain: it runs as this argument list, and is checked again just before it runs
             return partial(run_plain, args["command"], argv, deadline), None
-        return partial(run_argv, shell.shell_argv(args["command"]), deadline), \
+        return partial(run_argv, shell.shell_argv(args["command"], guards.search_path()), deadline), \
             f"Run in a shell: {visible(args['command'], keep='')}"
     return partial(REGISTRY[name], **args), None
 

@@ -18,6 +18,7 @@ from guards import Refused, ToolError, visible
 MAX_CHARS = 4000  # longest result sent back to the model, note included; one file must not flood the conversation
 NOTE_ROOM = 200  # characters kept free in a cut result for the note that says what was cut
 PAGE_LINES = 200  # lines read_file returns by default; the model pages with offset
+MAX_SCAN = 100_000_000  # bytes read_file reads at most in one call: a 20 GB file still answers within a second
 MAX_DIFF_BYTES = 1_000_000  # a file larger than this is not diffed before a write: the question says so instead
 DIFF_LINES = 100  # lines of a diff shown in the question; the summary line counts them all
 LINE = re.compile(r"[^\n]*\n|[^\n]+$")  # a line ends at \n only: a \r inside one is shown, not obeyed
@@ -77,7 +78,7 @@ def plan(name, args, deadline=None):
         argv = guards.plain_command(args["command"])  # refuses a command that names a secret file
         if argv:  # judged plain: it runs as this argument list, and is checked again just before it runs
             return partial(run_plain, args["command"], argv, deadline), None
-        return partial(run_argv, shell.shell_argv(args["command"]), deadline), \
+        return partial(run_argv, shell.shell_argv(args["command"], guards.search_path()), deadline), \
             f"Run in a shell: {visible(args['command'], keep='')}"
     if name == "write_file":
         return partial(write_file, **args), write_question(args["path"], args["content"])
@@ -97,25 +98,34 @@ def read_file(path: str, offset: int = 1, limit: int = PAGE_LINES) -> str:
                 break  # this line is not shown: the page is full
             if number >= offset:  # one line longer than the room is cut rather than left out
                 text, end = text + (line if len(line) <= room else line[:room] + "\n"), number
-        total = number + lines_left(file)
-    if end < total:
+        left = lines_left(file)
+    if number < offset and (left is None or offset > 1):
+        raise ValueError(f"offset {offset} is past the end: {path} has {number} lines" if left is not None else
+                         f"line {offset} is not in the first {MAX_SCAN} bytes, which is as far as read_file reads; "
+                         "look further with grep -n or tail")
+    if left is None or end < number + left:
+        total = "a file too long to count" if left is None else number + left
         text += f"\n[lines {offset}-{end} of {total}; call read_file with offset={end + 1} to read on]"
     return text
 
 
 def lines_of(file):
-    """A binary file's lines as text, read a piece at a time; a line longer than MAX_CHARS is cut to that."""
-    while piece := file.readline(MAX_CHARS * 4):
+    """A binary file's lines as text, read a piece at a time, within its first MAX_SCAN bytes; a line longer
+    than MAX_CHARS is cut to that."""
+    while file.tell() < MAX_SCAN and (piece := file.readline(MAX_CHARS * 4)):
         if not piece.endswith(b"\n"):  # an overlong line: skip its rest rather than keep it
-            while (rest := file.readline(65536)) and not rest.endswith(b"\n"):
+            while file.tell() < MAX_SCAN and (rest := file.readline(65536)) and not rest.endswith(b"\n"):
                 pass
         yield piece.decode("utf-8", errors="replace")[:MAX_CHARS]
 
 
 def lines_left(file):
-    """How many lines remain after the file's position, counted a megabyte at a time."""
+    """How many lines remain after the file's position, counted a megabyte at a time; None when the count
+    would read past MAX_SCAN bytes."""
     count, last = 0, b"\n"
     while block := file.read(1 << 20):
+        if file.tell() > MAX_SCAN:
+            return None
         count, last = count + block.count(b"\n"), block[-1:]
     return count + (last != b"\n")
 

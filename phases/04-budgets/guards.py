@@ -19,19 +19,26 @@ import shell
 
 WORKSPACE = Path.cwd()  # the only folder the tools may touch; harness.py --workspace changes it
 # Credential files, by name or by the end of their path: what ssh-keygen, git's credential store, the AWS, Azure,
-# Google Cloud, Kubernetes and Docker command lines, npm, pip, cargo, gem, composer and Terraform write, and the
-# file signatures secret scanners match on (gitrob, shhgit). Inside .git: its config can carry a token in a
-# remote's URL, and its objects hold every version of every file, secrets included.
+# Google Cloud, Kubernetes, Docker and GitHub command lines, npm, pip, cargo, gem, composer and Terraform write,
+# and the file signatures secret scanners match on (gitrob, shhgit). A * stands for part of one name; a pattern
+# ending in /* is a folder that is secret whole, at any depth: the cloud tools keep caches and tokens beside their
+# credentials. Inside .git: its config can carry a token in a remote's URL, and its objects hold every version
+# of every file, secrets included.
 SECRET_FILES = (
-    ".env", ".env.*", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.ppk", "*.kdbx",
-    "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", "_netrc", ".git-credentials", ".pgpass",
-    ".my.cnf", ".npmrc", ".yarnrc.yml", ".pypirc", "pip.conf", ".s3cfg", ".vault-token", ".terraformrc",
-    "credentials.tfrc.json", "*.tfstate", "*.tfvars", "kubeconfig", "auth.json", ".htpasswd",
-    "application_default_credentials.json", ".aws/credentials", ".aws/config", ".docker/config.json",
-    ".kube/config", ".config/gcloud/*", ".azure/*", ".config/gh/hosts.yml", ".gem/credentials",
-    ".cargo/credentials*", ".ssh/*", ".gnupg/*", ".git/*",
+    ".env", ".env.*", ".env~", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.ppk",
+    "*.kdbx", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", "_netrc", ".git-credentials",
+    ".pgpass", ".my.cnf", ".npmrc", ".yarnrc.yml", ".pypirc", "pip.conf", ".s3cfg", ".vault-token",
+    ".terraformrc", "credentials.tfrc.json", "*.tfstate", "*.tfstate.*", "*.tfvars", "kubeconfig", "auth.json",
+    ".htpasswd", "application_default_credentials.json", ".gem/credentials", ".cargo/credentials*",
+    ".config/git/credentials", ".aws/*", ".azure/*", ".config/gcloud/*", ".config/gh/*", ".docker/*", ".kube/*",
+    ".ssh/*", ".gnupg/*", ".git/*",
 )
 NOT_SECRET = (".env.example", ".env.sample", ".env.template")  # templates with empty values
+# The variables a command gets from the harness's environment (when their value does not look like a secret):
+# what programs need for their home, language, terminal and temporary files, and Windows for its own folders.
+# Everything else stays with the harness: API keys, DATABASE_URL, MYSQL_PWD, LD_PRELOAD, POSIXLY_CORRECT, ...
+COMMAND_VARIABLES = ("HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TERM", "TZ", "TMPDIR", "TEMP",
+                     "TMP", "NO_COLOR", "VIRTUAL_ENV", "SYSTEMROOT", "WINDIR", "COMSPEC", "PATHEXT", "USERPROFILE")
 # Programs that run without asking, and the options each may take; anything else asks. "=" marks an option that
 # takes a value (attached, or the next word); "-NUM" allows head -5. Operands are files, checked like paths,
 # except echo's words and grep's pattern.
@@ -65,11 +72,9 @@ SAFE_GIT_CONFIG = (
     "remote.*.url", "remote.*.pushurl", "remote.*.fetch", "remote.*.tagopt", "branch.*.remote", "branch.*.merge",
     "branch.*.rebase", "user.name", "user.email", "init.defaultbranch", "pull.rebase", "gc.auto",
 )
+GIT_CHECK_SECONDS = 5  # a check git makes before a command (its config, a revision) must not hang the harness
 SHELL_SYNTAX = set(";&|<>`$(){}[]*?!\\\n\r")  # the shell would interpret these (and ~ starting a word)
 REVISION = re.compile(r"[\w./@{}~^-]+")  # HEAD~2, main..feature, v1.0^{commit}
-SECRET_NAME = re.compile("|".join(fnmatch.translate(p) for p in SECRET_FILES if "/" not in p))  # one match a name
-SECRET_TAIL = re.compile("|".join(fnmatch.translate(p) for p in SECRET_FILES if "/" in p))
-SECRET_VARIABLE = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE", re.IGNORECASE)
 SECRET_VALUE = re.compile(r"://[^/\s:@]*:[^/\s@]+@|^(?!/)(?=.*\d)(?=.*[A-Za-z])[\w.+/=-]{24,}$")  # u:pw@, tokens
 
 
@@ -99,14 +104,31 @@ def visible(text, keep="\n\t"):
 
 
 def is_secret(path):
-    """Example: is_secret("config/.env.local") -> True;  is_secret("home/.aws/credentials") -> True;
-    is_secret(".env.example") -> False;  is_secret("notes.txt") -> False"""
-    parts = PurePath(path).parts
-    if not parts or parts[-1] in NOT_SECRET:
-        return False
-    # ".aws/credentials" matches home/.aws/credentials: a pattern with a / is matched against each tail of the path
-    return bool(SECRET_NAME.match(parts[-1]) or any(SECRET_TAIL.match("/".join(parts[i:]))
-                                                     for i in range(len(parts) - 1)))
+    """True when a path matches SECRET_FILES: its name, or the end of the path (.aws/* matches home/.aws/sso/x).
+    Names match whatever their case, and the way Windows reads them (".env." and ".env::$DATA" are .env there).
+
+    Example: is_secret("config/.env.local") -> True;  is_secret("home/.ssh/keys/deploy") -> True;
+             is_secret(".ENV") -> True;  is_secret(".env.example") -> False;  is_secret("notes.txt") -> False
+    """
+    parts = [part.split(":")[0].rstrip(" .") or part for part in PurePath(path).parts]
+    return bool(parts) and parts[-1].lower() not in NOT_SECRET and bool(SECRET_PATH.fullmatch("/".join(parts)))
+
+
+def secret_regex(pattern):
+    """A SECRET_FILES pattern as a regular expression: * stays inside one name; a folder/* covers all below it.
+
+    Example: secret_regex("*.pem") -> "[^/]*\\.pem";  secret_regex(".ssh/*") -> "\\.ssh/.+" """
+    folder = pattern.endswith("/*")
+    return re.escape(pattern[:-2] if folder else pattern).replace(r"\*", "[^/]*") + ("/.+" if folder else "")
+
+
+def git_excludes():
+    """The same patterns as git pathspecs that leave secret files out of what git prints (git's ** is our .*)."""
+    return [f":(exclude,glob,icase)**/{pattern[:-2] + '/**' if pattern.endswith('/*') else pattern}"
+            for pattern in SECRET_FILES]
+
+
+SECRET_PATH = re.compile(f"(?:.*/)?(?:{'|'.join(map(secret_regex, SECRET_FILES))})", re.IGNORECASE)
 
 
 def inside_workspace(path):
@@ -138,6 +160,8 @@ def open_file(path):
     a pipe that would block), with no other name (a hard link can be a secret under another name), still inside
     the workspace once opened (a link swapped in after the check does not count). Returns a binary file."""
     full = inside_workspace(path)
+    if full.exists() and not full.is_file():  # do not even open a device: opening one can do something
+        raise Refused(f"{path} is not a regular file (a folder, a pipe or a device)")
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
         file = os.fdopen(os.open(full, flags), "rb")
@@ -197,16 +221,21 @@ def refuse_secrets(command):
 def secret_path(word):
     """True when a word names a secret, by its own name or, links followed, by the file it leads to."""
     real, root = resolved(word), real_root()
-    return is_secret(word) or is_secret(real.relative_to(root) if real.is_relative_to(root) else real)
+    return is_secret(word) or real is not None and is_secret(real.relative_to(root) if within(word) else real)
 
 
 def resolved(word):
-    return (real_root() / word).resolve()
+    """The real path a word names, links followed; None when it names none (a link loop, a NUL character)."""
+    try:
+        return (real_root() / word).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
 
 
 def within(word):
     """True when a word, taken as a path, stays inside the workspace (links followed)."""
-    return resolved(word).is_relative_to(real_root())
+    real = resolved(word)
+    return real is not None and real.is_relative_to(real_root())
 
 
 def plain_args(program, words):
@@ -222,10 +251,12 @@ def plain_args(program, words):
 
 
 def parse_options(allowed, words):
-    """Split words by a program's option list into (option names used, option words, operands, operands after
-    --), or None when an option is not on the list.
+    """Split words the way the program itself will (getopt): into (option names used, option words, operands,
+    operands after --), or None when an option is not on the allowed list or lacks its value. In a word of short
+    options, one that takes a value takes the rest of the word, or the next word when nothing of it is left.
 
-    Example: parse_options("-n= -v", ["-vn", "5", "a.txt"]) -> ({"-v", "-n"}, ["-vn", "5"], ["a.txt"], [])
+    Example: parse_options("-n= -v", ["-vn", "5", "a.txt"]) -> ({"-v", "-n"}, ["-vn", "5"], ["a.txt"], []);
+             parse_options("-e= -c", ["-ce", "x", "-ee", "b"]) -> ({"-c", "-e"}, ["-ce", "x", "-ee"], ["b"], [])
     """
     allowed = allowed.split()
     takes_value = {option[:-1] for option in allowed if option.endswith("=")}
@@ -237,34 +268,26 @@ def parse_options(allowed, words):
         if word == "-" or not word.startswith("-"):
             operands.append(word)
             continue
-        names = option_names(word, allowed, takes_value)
-        if names is None:
+        option_words.append(word)
+        if word.startswith("--"):  # --name, --name=value or --name value
+            name, equals, _ = word.partition("=")
+            names, value_next = [name], name in takes_value and not equals
+            if equals and name not in takes_value:
+                return None
+        elif word[1:].isdigit():  # head -5
+            names, value_next = ["-NUM"], False
+        else:  # -vn5: -v, then -n with the value 5
+            names = [f"-{letter}" for letter in word[1:]]
+            takes = next((n for n, name in enumerate(names) if name in takes_value), len(names))
+            names, value_next = names[:takes + 1], takes == len(names) - 1
+        if not all(name in allowed or name in takes_value for name in names):
             return None
-        wants_value = names[-1] in takes_value and not word.startswith("--") and word.endswith(names[-1][1:])
-        if (wants_value or (names[-1] in takes_value and "=" not in word and word.startswith("--"))) and words:
-            word = f"{word} {words.pop(0)}"  # the value is the next word: keep them together
-        elif wants_value or (names[-1] in takes_value and "=" not in word and word.startswith("--")):
-            return None  # a value is missing
+        if value_next:
+            if not words:
+                return None  # the value is missing
+            option_words.append(words.pop(0))
         used.update(names)
-        option_words += word.split(" ", 1)
     return used, option_words, operands, []
-
-
-def option_names(word, allowed, takes_value):
-    """The options one word holds, or None if one is not allowed. Example: "-vn5" -> ["-v", "-n"] (5 is -n's value)"""
-    if word.startswith("--"):
-        name = word.split("=", 1)[0]
-        return [name] if name in takes_value or (name in allowed and "=" not in word) else None
-    if word[1:].isdigit():
-        return ["-NUM"] if "-NUM" in allowed else None
-    names = []
-    for letter in word[1:]:
-        names.append(f"-{letter}")
-        if names[-1] in takes_value:
-            return names  # the rest of the word is its value
-        if names[-1] not in allowed:
-            return None
-    return names
 
 
 def plain_path(word):
@@ -281,12 +304,13 @@ def plain_path(word):
 
 def plain_git(words):
     """The arguments for a read-only git command that the repository here cannot turn against you, else None.
-    It runs on this workspace's own .git only (git_env), with hooks and fsmonitor off, when safe_repository()
-    says its config is plain; revisions must name commits (a blob's id would print any file); and a diff leaves
-    out every secret file, in history too.
+    It runs on this workspace's own .git only (git_env), with hooks, fsmonitor and submodules (repositories of
+    their own, with configs of their own) left out, when safe_repository() says so; revisions must name commits
+    (a blob's or a folder's id would print any file); and what it prints leaves out every secret file, in
+    history too, and files with other names (one may be a secret by another name: then it asks).
 
-    Example: ["log", "-p", "-2"] -> ["--no-pager", "-c", ..., "log", "-p", "-2", "--", ".",
-                                      ":(exclude,glob)**/.env", ...]
+    Example: ["log", "-p", "-2"] -> ["--no-pager", "-c", ..., "log", "--ignore-submodules=all", "-p", "-2",
+                                      "--", ".", ":(exclude,glob,icase)**/.env", ...]
     """
     if not words or words[0] not in SAFE_GIT or not safe_repository():
         return None
@@ -298,39 +322,65 @@ def plain_git(words):
     paths = [word for word in operands if word not in revisions] + paths
     if not all(git_revision(word) for word in revisions) or not all(plain_path(path) for path in paths):
         return None
+    if words[0] == "diff" and not all(plain_path(path) for path in tracked_files()):  # it reads the files here
+        return None
     if words[0] in ("diff", "show") or used & {"-p", "-u", "--patch"}:  # it prints what files hold
-        paths = (paths or ["."]) + [f":(exclude,glob)**/{pattern}" for pattern in SECRET_FILES]
-    return ["--no-pager", "-c", f"core.hooksPath={os.devnull}", "-c", "core.fsmonitor=false", words[0], *options,
-            *revisions, "--", *paths]
+        paths = (paths or ["."]) + git_excludes()
+    return ["--no-pager", "-c", f"core.hooksPath={os.devnull}", "-c", "core.fsmonitor=false", words[0],
+            "--ignore-submodules=all", *options, *revisions, "--", *paths]
 
 
 def git_revision(word):
-    """True when word names commits: HEAD~1, main..topic, or rev:path naming a file that is no secret."""
-    revision, colon, path = word.partition(":")
-    if colon and path and not (within(path) and plain_path(path)):
-        return False
-    parts = [part for part in re.split(r"\.\.\.?", revision) if part] or ["HEAD"]
+    """True when word names commits: HEAD~1, main..topic; never a file or a folder in one (HEAD:.aws)."""
+    parts = [part for part in re.split(r"\.\.\.?", word) if part] or ["HEAD"]
     return all(REVISION.fullmatch(part) and not part.startswith("-") and git_ok("rev-parse", "--verify", "--quiet",
                "--end-of-options", f"{part}^{{commit}}") for part in parts)
 
 
 def safe_repository():
-    """True when WORKSPACE is the top of a git repository whose own files cannot make git run a program or read
-    elsewhere: .git is a real folder here, objects are not borrowed from elsewhere, and its config holds only keys
-    on SAFE_GIT_CONFIG."""
+    """True when WORKSPACE is the top of a git repository whose own files cannot make git run a program, read
+    elsewhere or hang: .git is a real folder here holding only real folders and regular files (a link would lead
+    elsewhere, a pipe would block), objects are not borrowed from elsewhere, and its config holds only keys on
+    SAFE_GIT_CONFIG."""
     git_dir = WORKSPACE / ".git"
-    if git_dir.is_symlink() or not git_dir.is_dir():
+    if git_dir.is_symlink() or not git_dir.is_dir() or not only_plain_files(git_dir):
         return False
     if (git_dir / "commondir").exists() or (git_dir / "objects" / "info" / "alternates").exists():
         return False
-    listed = subprocess.run(["git", "config", "--no-includes", "--file", str(git_dir / "config"), "--name-only",
-                             "--list"], env=git_env(), capture_output=True, text=True)
-    keys = listed.stdout.lower().split()
-    return listed.returncode == 0 and all(any(fnmatch.fnmatchcase(k, p) for p in SAFE_GIT_CONFIG) for k in keys)
+    keys = git_output("config", "--no-includes", "--file", str(git_dir / "config"), "--name-only", "--list")
+    return keys is not None and all(any(fnmatch.fnmatchcase(key, p) for p in SAFE_GIT_CONFIG)
+                                    for key in keys.lower().split())
+
+
+def only_plain_files(folder):
+    """True when everything below folder is a real folder or a regular file."""
+    for parent, folders, files in os.walk(folder):
+        for name in folders + files:
+            mode = os.lstat(os.path.join(parent, name)).st_mode
+            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                return False
+    return True
+
+
+def tracked_files():
+    """The files git tracks here, as paths (a plain git diff reads each of them)."""
+    listed = git_output("ls-files", "-z")
+    return listed.split("\0")[:-1] if listed else []
 
 
 def git_ok(*args):
-    return subprocess.run(["git", *args], env=git_env(), capture_output=True).returncode == 0
+    return git_output(*args) is not None
+
+
+def git_output(*args):
+    """What a git check prints, or None when it fails or is not done within GIT_CHECK_SECONDS. It runs the git
+    found on search_path(), like every program the harness starts."""
+    git = shell.program("git", search_path())
+    try:
+        done = subprocess.run([git, *args], env=git_env(), capture_output=True, timeout=GIT_CHECK_SECONDS)
+    except (TypeError, OSError, subprocess.TimeoutExpired):  # TypeError: no git at all
+        return None
+    return done.stdout.decode("utf-8", errors="replace") if done.returncode == 0 else None
 
 
 def git_env():
@@ -365,11 +415,11 @@ def hidden_files():
 
 
 def command_env(argv=None):
-    """The environment a command runs with: PATH from search_path(), and no variable whose name or value looks
-    like a secret (an API key, a token, a URL with a password in it). git gets git_env().
-    Example: DATABASE_URL=postgres://me:pw@db/app is dropped, HOME and LANG are kept."""
+    """The environment a command runs with: the COMMAND_VARIABLES the harness has, unless the value looks like a
+    secret (a token, a URL with a password in it), and PATH from search_path(). git gets git_env().
+    Example: HOME and LANG are kept; GROQ_API_KEY, DATABASE_URL and MYSQL_PWD are not."""
     if argv and Path(argv[0]).name in ("git", "git.exe"):
         return git_env()
-    env = {name: value for name, value in os.environ.items()
-           if not SECRET_VARIABLE.search(name) and not SECRET_VALUE.search(value) and not name.startswith("GIT_")}
+    env = {name: value for name, value in os.environ.items() if not SECRET_VALUE.search(value)
+           and any(fnmatch.fnmatchcase(name.upper(), variable) for variable in COMMAND_VARIABLES)}
     return {**env, "PATH": search_path()}

@@ -54,20 +54,33 @@ def end(code, rounds=100):
     os._exit(code if code >= 0 else 128 - code)
 
 
-def descendants(root):
-    """The ids of the processes below root, read from /proc."""
-    parents = {}
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                parents[int(entry)] = int(stat.read().rsplit(")", 1)[1].split()[1])  # "pid (name) state ppid ..."
-        except (ValueError, OSError, IndexError):
-            continue
+def descendants(root, table=None):
+    """The ids of the processes below root, from processes() or the table given."""
+    table = table or processes()
     found, frontier = [], {root}
     while frontier:
-        frontier = {pid for pid, parent in parents.items() if parent in frontier and pid not in found}
+        frontier = {pid for pid, (parent, _) in table.items() if parent in frontier and pid not in found}
         found += frontier
     return found
+
+
+def processes():
+    """Every process as {pid: (its parent's pid, when it started)}, read from /proc."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (found := parent_and_start(entry)):
+            table[int(entry)] = found
+    return table
+
+
+def parent_and_start(pid):
+    """(parent pid, start time in clock ticks since boot) of a process, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()  # "pid (name) state ppid ... starttime ..."
+        return int(fields[1]), int(fields[19])
+    except (ValueError, OSError, IndexError):
+        return None
 
 
 if __name__ == "__main__":

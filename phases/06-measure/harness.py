@@ -21,7 +21,7 @@ import guards
 import shell
 from backend import BACKENDS, BackendError, OutOfTime, chat, choose
 from guards import ToolError, visible
-from tools import TOOLS, check_call, plan
+from tools import MAX_CHARS, NOTE_ROOM, TOOLS, check_call, plan
 
 MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
 MAX_TOOL_CALLS = 30  # tool calls per task, refused ones included
@@ -358,8 +358,8 @@ def decide_all(settings, result, calls, same, told, results):
                 raise ToolError(f"not run: you made this exact call in {SAME_CALL_LIMIT} turns in a row, and its "
                                 "result will not change. Use the results you have, or try something else.")
             actions.append((call, decide(settings, result, call)))
-        except ToolError as error:  # the budget, the contract, the guardrails or the person said no
-            results[call.id] = f"error: {error}"
+        except Exception as error:  # the budget, the contract, the guardrails or the person said no
+            results[call.id] = error_result(call, error)
             record_tool(settings, result, call, results[call.id])
     return actions
 
@@ -384,16 +384,24 @@ def approved(approve, question):
 
 
 def outcome(call, action):
-    """The tool boundary: what a call returns, or the error its arguments caused, as text the model can act on;
-    and the seconds it took."""
+    """The tool boundary: what a call returns, or the error it met, as text the model can act on; and the seconds
+    it took."""
     began = time.monotonic()
     try:
-        return action(), round(time.monotonic() - began, 3)
-    except ToolError as error:  # the guardrails said no at the last moment
-        return f"error: {error}", round(time.monotonic() - began, 3)
-    except Exception as error:  # the model's arguments made the tool fail (a missing file): the model hears of it
-        failed = f"error: {call.function.name} failed: {type(error).__name__}: {error}"
-        return failed, round(time.monotonic() - began, 3)
+        content = action()
+    except Exception as error:  # the guardrails said no at the last moment, or the tool failed
+        content = error_result(call, error)
+    return content, round(time.monotonic() - began, 3)
+
+
+def error_result(call, error):
+    """Why a call did not run, or failed, as text the model can act on, and no longer than any result: a
+    ToolError says what was refused and why; any other error is one the model's arguments caused (a missing
+    file, a name with a NUL in it), and the model hears of it rather than the harness stopping."""
+    text = f"error: {error}" if isinstance(error, ToolError) else \
+        f"error: {call.function.name} failed: {type(error).__name__}: {error}"
+    cut = len(text) - (MAX_CHARS - NOTE_ROOM)
+    return text if len(text) <= MAX_CHARS else f"{text[:MAX_CHARS - NOTE_ROOM]}\n[... {cut} more characters cut]"
 
 
 def execute(settings, actions):

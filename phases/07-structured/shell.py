@@ -4,8 +4,9 @@ is read, and the whole process tree killed when it ends, when its time is up, or
 Run:  python shell.py sh -c 'sleep 99 & echo started'      (prints the result; the sleep does not survive)
 On Linux every command runs under supervisor.py, which adopts whatever the command leaves behind, even a process
 that started a session of its own, and kills it all when the command ends or times out, and when the harness
-dies, even by `kill -9`. With SANDBOX set, the command runs inside bubblewrap instead: no network, no home
-folder, secret files hidden, the harness out of sight.
+dies, even by `kill -9`. Should a command kill or stop its own supervisor, what it left comes up to the harness,
+which adopts orphans too, and is killed here. With SANDBOX set, the command runs inside bubblewrap instead: no
+network, no home folder, secret files hidden, the harness out of sight.
 """
 import os
 import signal
@@ -13,17 +14,20 @@ import subprocess
 import sys
 import threading
 import time
+from functools import cache
 from pathlib import Path
+
+import supervisor
 
 TIMEOUT = 10  # seconds a command may run before it and everything it started are killed
 MAX_OUTPUT = 1_000_000  # bytes a command may print before it is stopped: `yes` must not fill memory
 SANDBOX = None  # None, "read-only" or "workspace-write": harness.py --sandbox sets it (Linux, bubblewrap)
 SUPERVISED = sys.platform.startswith("linux")  # prctl() exists there only; elsewhere the process group is killed
-PR_SET_DUMPABLE = 4  # from <linux/prctl.h>
+PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36  # from <linux/prctl.h>
 SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
 # Windows has no process groups as such: a new process group there lets taskkill /T end the whole tree.
 NEW_GROUP = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {"start_new_session": True}
-RUNNING = set()  # commands running now, so that Ctrl-C or a signal can end them too
+RUNNING = {}  # commands running now, and when each started (Linux), so that Ctrl-C or a signal can end them too
 # What a sandboxed command sees of the system, read-only; the workspace is added, and nothing from your home.
 SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/opt", "/etc/alternatives", "/etc/ssl",
                   "/etc/ca-certificates", "/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group",
@@ -36,9 +40,11 @@ def run(argv, cwd, env, keep=4000, deadline=None, hide=()):
     hide: the paths a sandbox must keep from the command (secret files)."""
     timeout = TIMEOUT
     seconds = min(timeout, deadline - time.monotonic()) if deadline else timeout
+    if SUPERVISED:
+        adopt_orphans()
     process = subprocess.Popen(wrapped(argv, cwd, hide), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **NEW_GROUP)
-    RUNNING.add(process)
+    RUNNING[process] = (supervisor.parent_and_start(process.pid) or (0, 0))[1] if SUPERVISED else 0
     kept, printed = bytearray(), 0
 
     def read_output():  # reads while the command runs, keeping only what fits
@@ -56,18 +62,19 @@ def run(argv, cwd, env, keep=4000, deadline=None, hide=()):
         code = process.wait(max(seconds, 0))
     except subprocess.TimeoutExpired:
         code = None
-    stop(process)  # also ends whatever it left running in the background, like `sleep 999 &`
+    all_ended = stop(process)  # also ends whatever it left running in the background, like `sleep 999 &`
     reader.join(1)  # the rest of the output, already in the pipe
-    RUNNING.discard(process)
+    RUNNING.pop(process, None)
     output = kept.decode("utf-8", errors="replace")
     cut = f"\n[... {printed - len(kept)} more bytes cut]" if printed > len(kept) else ""
-    return f"{status(code, printed, seconds, timeout)}\n{output}{cut}"
+    return f"{status(code, printed, seconds, timeout, all_ended)}\n{output}{cut}"
 
 
-def status(code, printed, seconds, timeout):
+def status(code, printed, seconds, timeout, all_ended=True):
     """The first line of a result: how the command ended, truthfully, and what was killed."""
-    killed = ("the command and everything it started were killed" if SUPERVISED or SANDBOX or os.name == "nt"
-              else "the command's process group was killed; a process that left it may still run")
+    killed = ("the command's process group was killed; a process that left it may still run"
+              if not (SUPERVISED or SANDBOX or os.name == "nt") else "the command and everything it started were "
+              "killed" if all_ended else "the command was killed, and some processes it started may still run")
     if printed > MAX_OUTPUT:
         return f"stopped after printing {MAX_OUTPUT} bytes; {killed}"
     if code is None and seconds < timeout:
@@ -88,7 +95,7 @@ def wrapped(argv, cwd, hide):
 
 def stop(process):
     """End a command and everything it started: its supervisor kills the tree (Linux); elsewhere, its process
-    group (on Windows, its process tree)."""
+    group (on Windows, its process tree). Returns False when something it started may still run."""
     if process.poll() is None and SUPERVISED and not SANDBOX:
         process.terminate()  # the supervisor kills every process below it, then exits
         try:
@@ -97,11 +104,44 @@ def stop(process):
             pass
     if os.name == "nt":
         subprocess.run(["taskkill", "/F", "/T", "/PID", str(process.pid)], capture_output=True)
-        return
+        return True
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass  # already gone
+    if SUPERVISED and not SANDBOX and process.wait() < 0 and process in RUNNING:  # it was killed: no clean-up
+        return end_orphans(RUNNING[process])
+    return True
+
+
+@cache
+def adopt_orphans():
+    """Make this process the parent of whatever is left when a supervisor dies before it could kill it (Linux)."""
+    import ctypes
+
+    ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def end_orphans(since):
+    """Kill what came up to this process from a killed supervisor: the processes below this one that started
+    after it (at `since`), except the supervisors still at work. Returns True when none is left."""
+    for _ in range(100):  # a killed process's children come up in turn
+        table, working = supervisor.processes(), {process.pid for process in RUNNING}
+        orphans = [pid for pid, (parent, started) in table.items()
+                   if parent == os.getpid() and started >= since and pid not in working]
+        if not orphans:
+            return True
+        for pid in orphans + [pid for orphan in orphans for pid in supervisor.descendants(orphan, table)]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in orphans:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+    return False
 
 
 def stop_all():
@@ -124,11 +164,12 @@ def program(name, path):
     return None
 
 
-def shell_argv(command):
-    """How a command a person approved runs: through the shell (cmd.exe on Windows)."""
+def shell_argv(command, path):
+    """How a command a person approved runs: through the shell (cmd.exe on Windows), found on path (a PATH string
+    that the workspace cannot plant a program in)."""
     if os.name == "nt":
         return [os.environ.get("COMSPEC", "cmd.exe"), "/d", "/c", command]
-    return [program("sh", os.environ.get("PATH", os.defpath)) or "/bin/sh", "-c", command]
+    return [program("sh", path) or "/bin/sh", "-c", command]
 
 
 def sandboxed(argv, cwd, hide):
@@ -141,6 +182,10 @@ def sandboxed(argv, cwd, hide):
     for folder in SYSTEM_FOLDERS:
         args += ["--ro-bind-try", folder, folder]
     args += [mount, str(cwd), str(cwd)]
+    root = Path(cwd).resolve()  # hide holds real paths
+    for folder in sorted({folder for path in hide for folder in Path(path).parents if folder.is_relative_to(root)
+                          and folder != root}, key=lambda folder: len(folder.parts)):
+        args += [mount, str(folder), str(folder)]  # a mount point cannot be renamed: .aws stays .aws
     for path in hide:
         args += ["--tmpfs", str(path)] if os.path.isdir(path) else ["--ro-bind", "/dev/null", str(path)]
     return [*args, "--chdir", str(cwd), "--", *argv]

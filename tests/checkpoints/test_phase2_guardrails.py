@@ -122,9 +122,9 @@ def test_commands_run_without_the_api_keys(harness, server, monkeypatch):
     """The environment a command gets has no API key in it, and no other variable that looks like a secret."""
     monkeypatch.setenv("GROQ_API_KEY", "gsk_must_not_leak")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_must_not_leak")
-    monkeypatch.setenv("HARMLESS", "visible")
+    monkeypatch.setenv("LANG", "C.UTF-8")  # what programs need still gets through
     results, _ = results_of(harness, server, [shell("env")], approve=lambda q: True)
-    assert "HARMLESS=visible" in results[0] and "must_not_leak" not in results[0], results[0]
+    assert "LANG=C.UTF-8" in results[0] and "must_not_leak" not in results[0], results[0]
 
 
 @pytest.mark.files(*ALL)
