@@ -111,7 +111,8 @@ class Trace:
 
     def record(self, kind, **fields):
         if self.file:
-            line = json.dumps({"run": self.run, "type": kind, **{k: capped(v) for k, v in fields.items()}}) + "\n"
+            fields = {name: capped(value, TRACE_CHARS) for name, value in fields.items()}
+            line = json.dumps({"run": self.run, "type": kind, **fields}) + "\n"
             try:
                 self.file.write(line.encode())  # json.dumps wrote ASCII only
             except OSError as error:
@@ -119,10 +120,11 @@ class Trace:
                 raise Stop("output_error", f"the trace could not be written: {error.strerror}") from None
 
 
-def capped(value, limit=TRACE_CHARS):
-    """A text for the trace: cut at limit characters, with a note of how much was cut."""
+def capped(value, limit):
+    """A text of at most limit characters: when longer, cut, with a note of how much was cut."""
     if isinstance(value, str) and len(value) > limit:
-        return value[:limit] + f"[... {len(value) - limit} more characters cut]"
+        kept = limit - NOTE_ROOM
+        return value[:kept] + f"[... {len(value) - kept} more characters cut]"
     return value
 
 
@@ -465,20 +467,18 @@ def outcome(call, action):
     it took."""
     began = time.monotonic()
     try:
-        content = action()
+        content = capped(action(), MAX_CHARS)  # no result is longer than a tool's own
     except Exception as error:  # the guardrails said no at the last moment, or the tool failed
         content = error_result(call, error)
     return content, round(time.monotonic() - began, 3)
 
 
 def error_result(call, error):
-    """Why a call did not run, or failed, as text the model can act on, and no longer than any result: a
-    ToolError says what was refused and why; any other error is one the model's arguments caused (a missing
-    file, a name with a NUL in it), and the model hears of it rather than the harness stopping."""
-    text = f"error: {error}" if isinstance(error, ToolError) else \
-        f"error: {call.function.name} failed: {type(error).__name__}: {error}"
-    cut = len(text) - (MAX_CHARS - NOTE_ROOM)
-    return text if len(text) <= MAX_CHARS else f"{text[:MAX_CHARS - NOTE_ROOM]}\n[... {cut} more characters cut]"
+    """Why a call did not run, or failed, as text the model can act on: a ToolError says what was refused and
+    why; any other error is one the model's arguments caused (a missing file, a name with a NUL in it), and the
+    model hears of it rather than the harness stopping."""
+    return capped(f"error: {error}" if isinstance(error, ToolError) else
+                  f"error: {call.function.name} failed: {type(error).__name__}: {error}", MAX_CHARS)
 
 
 def execute(settings, actions):

@@ -9,9 +9,11 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import tracemalloc
+from pathlib import Path
 
 import pytest
 from helpers import answer_of, clean_env, groq_env, run_python, running_commands, scripted_backend
@@ -185,6 +187,41 @@ def test_git_diff_of_a_file_replaced_by_a_hard_link_asks(harness, server, worksp
     assert len(asked) == 2 and not any(SECRET in r for r in results), (asked, results)
 
 
+def test_an_option_whose_value_is_optional_takes_no_next_word(harness, server, workspace):
+    """git diff -U takes a value only when it is attached (-U5), so the next word is git's own: an option
+    (--output=../x would write anywhere) or a revision (HEAD:.aws would print a secret folder). It is checked
+    as one, and asks."""
+    (workspace / ".aws").mkdir()
+    (workspace / ".aws" / "credentials").write_text(f"{SECRET}\n")
+    git(workspace, "init", "-q")
+    git(workspace, "add", "-f", ".aws", "notes.txt")
+    git(workspace, "commit", "-qm", "one")
+    (workspace / "notes.txt").write_text("changed\n")
+    results, asked = turn(harness, server, shell("git diff -U --output=../pwned.txt"),
+                          shell("git diff --unified --output=../pwned.txt"), shell("git diff -U HEAD:.aws"),
+                          shell("git status --untracked-files ../.."), shell("git diff -U1"))
+    assert len(asked) == 4 and "+changed" in results[4], (asked, results)
+    assert not (workspace.parent / "pwned.txt").exists() and not any(SECRET in r for r in results), results
+
+
+def test_git_checks_end_by_the_deadline(load, workspace):
+    """The checks before a plain git command (its repository, its revisions) give up at the run's deadline, and
+    the command asks; a thousand revisions are checked in one go, not one process each."""
+    guards = load("guards")
+    (workspace / "notes.txt").write_text("keep me\n")
+    git(workspace, "init", "-q")
+    git(workspace, "add", "notes.txt")
+    git(workspace, "commit", "-qm", "one")
+    assert guards.plain_command("git status", time.monotonic() + 60) is not None
+    assert guards.plain_command("git status", time.monotonic() - 1) is None
+    checked = []
+    thread = threading.Thread(target=lambda: checked.append(
+        guards.plain_command("git log --oneline" + " HEAD" * 3000, time.monotonic() + 60)), daemon=True)
+    thread.start()
+    thread.join(guards.GIT_CHECK_SECONDS + 10)
+    assert checked and checked[0] is not None, "3000 revisions: not checked in time"
+
+
 def test_git_shows_commits_not_blobs(harness, server, workspace):
     """A revision that names a blob (any file's contents, secrets included) is not a commit: a person is asked."""
     git(workspace, "init", "-q")
@@ -223,7 +260,8 @@ def test_a_submodule_config_runs_nothing(harness, server, workspace):
     git(workspace, "add", "sub", "notes.txt")
     git(workspace, "commit", "-qm", "top")
     with open(sub / ".git" / "config", "a") as file:
-        file.write(f'[filter "x"]\n\tclean = touch {workspace}/pwned; cat\n[core]\n\tfsmonitor = touch {workspace}/pwned\n')
+        file.write(f'[filter "x"]\n\tclean = touch {workspace}/pwned; cat\n'
+                   f'[core]\n\tfsmonitor = touch {workspace}/pwned\n')
     (sub / ".gitattributes").write_text("* filter=x\n")
     os.utime(sub / "a.txt", (1, 1))
     results, asked = turn(harness, server, shell("git status"), shell("git diff"), shell("git log -p"))
@@ -352,6 +390,27 @@ def test_links_that_lead_out_make_a_command_ask(harness, server, workspace):
 
 # 6. Check and run are one decision.
 
+def test_a_write_follows_no_link_swapped_in_after_its_check(load, workspace, monkeypatch):
+    """write_file checks d/new.txt, then (a command running meanwhile) d becomes a link to the folder outside:
+    the write opens each folder itself, follows no link, and writes nothing outside."""
+    guards, tools = load("guards"), load("tools")
+    if "write_file" not in tools.REGISTRY:
+        pytest.skip("write_file comes in phase 3")
+    (workspace / "d").mkdir()
+    checked = guards.inside_workspace
+
+    def check_then_swap(path):
+        full = checked(path)
+        (workspace / "d").rmdir()
+        (workspace / "d").symlink_to(workspace.parent, target_is_directory=True)
+        return full
+
+    monkeypatch.setattr(guards, "inside_workspace", check_then_swap)
+    with pytest.raises(guards.Refused, match="changed after it was checked"):
+        tools.write_file("d/new.txt", "pwned\n")
+    assert not (workspace.parent / "new.txt").exists()
+
+
 def test_a_plain_command_changed_after_its_check_does_not_run(load, harness, workspace):
     """What runs is what was checked: a command judged plain whose file is swapped for a link before it runs is
     not run, and never falls back to the shell."""
@@ -439,6 +498,23 @@ def test_list_dir_stops_at_its_limit(load, workspace):
     assert len(result) <= tools.MAX_CHARS and "more entries" in result and result.startswith("file00000")
 
 
+def test_every_result_fits_even_an_approved_write_with_a_long_path(harness, server, workspace, load):
+    """A write to a@../a/../... (5,000 characters of path): it is written, and what comes back fits MAX_CHARS."""
+    if "write_file" not in load("tools").REGISTRY:
+        pytest.skip("write_file comes in phase 3")
+    results, _ = turn(harness, server, ("write_file", {"path": "a/../" * 1000 + "x.txt", "content": "x\n"}),
+                      approve=lambda q: True)
+    assert (workspace / "x.txt").read_text() == "x\n" and len(results[0]) <= load("tools").MAX_CHARS, results
+
+
+def test_list_dir_does_not_say_where_a_link_leads(load, workspace):
+    """A link to a folder outside is listed as a name, without the / that would say it leads to a folder."""
+    (workspace / "up").symlink_to(workspace.parent, target_is_directory=True)
+    (workspace / "sub").mkdir()
+    names = load("tools").list_dir(".").splitlines()
+    assert "up" in names and "sub/" in names, names
+
+
 def test_reading_a_vast_file_takes_no_longer_than_reading_a_large_one(load, workspace):
     """A 20 GB file (sparse: it takes no disk) with no line ends: read_file reads a bounded part of it, says it
     could not count the rest, and says what to use to look further."""
@@ -508,7 +584,8 @@ def sandbox_or_skip(load):
 
 @pytest.mark.parametrize("command", ["cat .e*", "cat $(printf .en)v", "grep -r GROQ .", "cat */../.env",
                                      "find / -name .env -exec cat {} + 2>/dev/null",
-                                     "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'", "cat ~/.ssh/id_rsa"])
+                                     "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'", "cat ~/.ssh/id_rsa",
+                                     "umount .e?v; cat .e?v", "umount -l .e?v; mount -t tmpfs x .; cat .e?v"])
 def test_under_yes_and_the_sandbox_no_spelling_reaches_a_secret(harness, server, load, monkeypatch, command):
     """--yes --sandbox: whatever the shell makes of a command, no secret comes back, not even the harness's own
     API key from its environment."""
@@ -536,6 +613,45 @@ def test_under_the_sandbox_a_secret_cannot_be_moved_out_of_its_name(harness, ser
                       *[shell_call(f"cat {path}") for path in reads], shell_call("grep -r sk-live ."),
                       approve=lambda q: True)
     assert not any(SECRET in r for r in results), [r for r in results if SECRET in r]
+
+
+def test_nothing_in_the_sandbox_writes_outside_the_workspace(harness, server, load, monkeypatch, workspace):
+    """Even as root: no capability to remount a system folder writable, no folder outside but a scratch /tmp."""
+    shell = sandbox_or_skip(load)
+    monkeypatch.setattr(shell, "SANDBOX", "workspace-write")
+    marker = f"made-by-sandbox-{os.getpid()}"
+    commands = [f"touch ../{marker}", f"mount -o remount,rw,bind /usr; touch /usr/{marker}",
+                f"touch /tmp/{marker}", f"mount -o remount,rw,bind {workspace.parent}; touch ../{marker}"]
+    turn(harness, server, *[shell_call(command) for command in commands], approve=lambda q: True)
+    assert not any(os.path.exists(path) for path in (workspace.parent / marker, f"/usr/{marker}", f"/tmp/{marker}"))
+
+
+def test_a_folder_the_walk_cannot_read_stops_the_sandbox(load):
+    """The sandbox hides what it finds; a folder it cannot read (chmod 300) could hold a secret, so the command
+    does not run rather than run with it unhidden. Tried as a user other than root, who can read everything."""
+    guards = load("guards")
+    guards.WORKSPACE = Path(tempfile.mkdtemp())  # a folder another user can reach
+    folder = guards.WORKSPACE / "locked"
+    folder.mkdir()
+    (folder / ".env").write_text(f"{SECRET}\n")
+    child = os.fork()
+    if child == 0:  # the child gives up root, if it has it, and reports by its exit code
+        try:
+            if os.geteuid() == 0:
+                for path in (guards.WORKSPACE, folder, folder / ".env"):
+                    os.chown(path, 65534, 65534)
+                os.setgid(65534)
+                os.setuid(65534)
+            folder.chmod(0o300)
+            guards.hidden_files()
+            os._exit(1)
+        except guards.Refused:
+            os._exit(0)
+        except BaseException:
+            os._exit(2)
+    code = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
+    shutil.rmtree(guards.WORKSPACE)
+    assert code == 0, "the walk passed over a folder it could not read" if code == 1 else "the check failed"
 
 
 def test_the_sandbox_has_no_network_and_a_read_only_mode(harness, server, load, monkeypatch, workspace):

@@ -107,19 +107,25 @@ def decide(call, approve):
 def run_tool(call, approve):
     """The tool boundary: what a call returns, or why it did not run or failed, as text the model can act on."""
     try:
-        return decide(call, approve)()
+        return capped(decide(call, approve)(), MAX_CHARS)  # no result is longer than a tool's own
     except Exception as error:  # the contract, the guardrails or the person said no, or the tool failed
         return error_result(call, error)
 
 
 def error_result(call, error):
-    """Why a call did not run, or failed, as text the model can act on, and no longer than any result: a
-    ToolError says what was refused and why; any other error is one the model's arguments caused (a missing
-    file, a name with a NUL in it), and the model hears of it rather than the harness stopping."""
-    text = f"error: {error}" if isinstance(error, ToolError) else \
-        f"error: {call.function.name} failed: {type(error).__name__}: {error}"
-    cut = len(text) - (MAX_CHARS - NOTE_ROOM)
-    return text if len(text) <= MAX_CHARS else f"{text[:MAX_CHARS - NOTE_ROOM]}\n[... {cut} more characters cut]"
+    """Why a call did not run, or failed, as text the model can act on: a ToolError says what was refused and
+    why; any other error is one the model's arguments caused (a missing file, a name with a NUL in it), and the
+    model hears of it rather than the harness stopping."""
+    return capped(f"error: {error}" if isinstance(error, ToolError) else
+                  f"error: {call.function.name} failed: {type(error).__name__}: {error}", MAX_CHARS)
+
+
+def capped(value, limit):
+    """A text of at most limit characters: when longer, cut, with a note of how much was cut."""
+    if isinstance(value, str) and len(value) > limit:
+        kept = limit - NOTE_ROOM
+        return value[:kept] + f"[... {len(value) - kept} more characters cut]"
+    return value
 
 
 def main():

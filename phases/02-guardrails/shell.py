@@ -28,8 +28,9 @@ SUPERVISOR = str(Path(__file__).with_name("supervisor.py"))
 # Windows has no process groups as such: a new process group there lets taskkill /T end the whole tree.
 NEW_GROUP = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {"start_new_session": True}
 RUNNING = {}  # commands running now, and when each started (Linux), so that Ctrl-C or a signal can end them too
-# What a sandboxed command sees of the system, read-only; the workspace is added, and nothing from your home.
-SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/opt", "/etc/alternatives", "/etc/ssl",
+# What a sandboxed command sees of the system, read-only: programs, their libraries and the public certificates;
+# the workspace is added, and nothing from your home, /opt or /etc/ssl/private.
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc/alternatives", "/etc/ssl/certs",
                   "/etc/ca-certificates", "/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group",
                   "/etc/nsswitch.conf", "/etc/resolv.conf", sys.base_prefix)
 
@@ -175,10 +176,11 @@ def shell_argv(command, path):
 def sandboxed(argv, cwd, hide):
     """argv inside bubblewrap: system folders read-only, the workspace read-write or read-only as SANDBOX says,
     the paths in hide (secret files) behind empty ones, no network, no home folder, and the harness's own
-    processes and environment out of sight. It dies with the harness (--die-with-parent)."""
+    processes and environment out of sight. It dies with the harness (--die-with-parent), and has no
+    capabilities, even when you are root: it cannot unmount what hides a secret."""
     mount = "--bind" if SANDBOX == "workspace-write" else "--ro-bind"
-    args = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--proc", "/proc", "--dev", "/dev",
-            "--tmpfs", "/tmp", "--setenv", "HOME", "/tmp"]
+    args = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL", "--proc", "/proc",
+            "--dev", "/dev", "--tmpfs", "/tmp", "--setenv", "HOME", "/tmp"]
     for folder in SYSTEM_FOLDERS:
         args += ["--ro-bind-try", folder, folder]
     args += [mount, str(cwd), str(cwd)]

@@ -21,7 +21,7 @@ def plan(name, args, deadline=None):
     question is what a person must approve first, or None. Raises Refused for what nobody may approve.
     deadline (a time.monotonic()) stops a command that is still running then."""
     if name == "run_shell":
-        argv = guards.plain_command(args["command"])  # refuses a command that names a secret file
+        argv = guards.plain_command(args["command"], deadline)  # refuses a command that names a secret file
         if argv:  # judged plain: it runs as this argument list, and is checked again just before it runs
             return partial(run_plain, args["command"], argv, deadline), None
         return partial(run_argv, shell.shell_argv(args["command"], guards.search_path()), deadline), \
@@ -47,7 +47,7 @@ def list_dir(path="."):
     def names(entries):
         nonlocal count
         for count, entry in enumerate(entries, 1):
-            yield entry.name + ("/" if entry.is_dir() else "")
+            yield entry.name + ("/" if entry.is_dir(follow_symlinks=False) else "")  # a link's target stays unsaid
 
     with os.scandir(guards.inside_workspace(path)) as entries:
         first = heapq.nsmallest(MAX_CHARS // 2, names(entries))  # in order, without keeping 200,000 names
@@ -71,7 +71,7 @@ def run_shell(command):
 def run_plain(command, argv, deadline=None):
     """Run a command judged plain, if it is still exactly as plain as when it was judged: another call of the
     same turn may have changed the files it names (a link swapped in) since."""
-    if guards.plain_command(command) != argv:
+    if guards.plain_command(command, deadline) != argv:
         raise Refused(f"`{command}` changed between the check and the run (a file it names changed); not run")
     return run_argv(argv, deadline)
 

@@ -75,7 +75,7 @@ def plan(name, args, deadline=None):
     checked; question is what a person must approve first, or None. Raises Refused for what nobody may approve.
     deadline (a time.monotonic()) stops a command that is still running then."""
     if name == "run_shell":
-        argv = guards.plain_command(args["command"])  # refuses a command that names a secret file
+        argv = guards.plain_command(args["command"], deadline)  # refuses a command that names a secret file
         if argv:  # judged plain: it runs as this argument list, and is checked again just before it runs
             return partial(run_plain, args["command"], argv, deadline), None
         return partial(run_argv, shell.shell_argv(args["command"], guards.search_path()), deadline), \
@@ -137,7 +137,7 @@ def list_dir(path: str = ".") -> str:
     def names(entries):
         nonlocal count
         for count, entry in enumerate(entries, 1):
-            yield entry.name + ("/" if entry.is_dir() else "")
+            yield entry.name + ("/" if entry.is_dir(follow_symlinks=False) else "")  # a link's target stays unsaid
 
     with os.scandir(guards.inside_workspace(path)) as entries:
         first = heapq.nsmallest(MAX_CHARS // 2, names(entries))  # in order, without keeping 200,000 names
@@ -161,7 +161,7 @@ def run_shell(command: str) -> str:
 def run_plain(command, argv, deadline=None):
     """Run a command judged plain, if it is still exactly as plain as when it was judged: another call of the
     same turn may have changed the files it names (a link swapped in) since."""
-    if guards.plain_command(command) != argv:
+    if guards.plain_command(command, deadline) != argv:
         raise Refused(f"`{command}` changed between the check and the run (a file it names changed); not run")
     return run_argv(argv, deadline)
 
@@ -175,10 +175,7 @@ def run_argv(argv, deadline=None):
 def write_file(path: str, content: str) -> str:
     """Replace a workspace file's text with content (creating it if needed). Runs only once the user
     approved the change that plan() showed."""
-    target = guards.inside_workspace(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-    with os.fdopen(os.open(target, flags, 0o644), "wb") as file:  # a link swapped in since the check is not followed
+    with guards.open_for_writing(path) as file:  # a link swapped in since the check is not followed
         file.write(content.encode("utf-8", errors="replace"))  # bytes: no newline translation, exactly as shown
     return f"wrote {len(content)} characters to {path}"
 

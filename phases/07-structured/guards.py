@@ -10,9 +10,11 @@ import fnmatch
 import functools
 import os
 import re
+import math
 import shlex
 import stat
 import subprocess
+import time
 from pathlib import Path, PurePath
 
 import shell
@@ -40,8 +42,9 @@ NOT_SECRET = (".env.example", ".env.sample", ".env.template")  # templates with 
 COMMAND_VARIABLES = ("HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TERM", "TZ", "TMPDIR", "TEMP",
                      "TMP", "NO_COLOR", "VIRTUAL_ENV", "SYSTEMROOT", "WINDIR", "COMSPEC", "PATHEXT", "USERPROFILE")
 # Programs that run without asking, and the options each may take; anything else asks. "=" marks an option that
-# takes a value (attached, or the next word); "-NUM" allows head -5. Operands are files, checked like paths,
-# except echo's words and grep's pattern.
+# takes a value (attached, or the next word), "=?" one whose value is optional, so only an attached one is its
+# value (git diff -U5: the word after a bare -U is not -U's); "-NUM" allows head -5. Operands are files, checked
+# like paths, except echo's words and grep's pattern.
 SAFE_COMMANDS = {
     "ls": "-a -A -l -h -1 -t -r -S -d -F -p -R -s -i -n --all --almost-all --human-readable --reverse --recursive",
     "cat": "-n -b -s -A -E -T -v --number --number-nonblank --squeeze-blank --show-all",
@@ -57,10 +60,10 @@ SAFE_COMMANDS = {
 # The read-only git subcommands and their options. Their operands are revisions (which must name commits) and
 # paths; secret files are left out of every diff they print.
 SAFE_GIT = {
-    "status": "-s -b --short --branch --long --porcelain --untracked-files=",
+    "status": "-s -b --short --branch --long --porcelain --untracked-files=?",
     "log": "-NUM -n= -p -u -i --max-count= --oneline --stat --shortstat --name-only --name-status --patch "
            "--graph --decorate --reverse --no-merges --first-parent --all --since= --until= --author= --grep=",
-    "diff": "-U= -w -b --unified= --stat --shortstat --numstat --name-only --name-status --cached --staged "
+    "diff": "-U=? -w -b --unified=? --stat --shortstat --numstat --name-only --name-status --cached --staged "
             "--ignore-all-space --ignore-space-change --word-diff",
     "show": "-p -s --patch --no-patch --stat --shortstat --name-only --name-status --oneline",
 }
@@ -72,7 +75,7 @@ SAFE_GIT_CONFIG = (
     "remote.*.url", "remote.*.pushurl", "remote.*.fetch", "remote.*.tagopt", "branch.*.remote", "branch.*.merge",
     "branch.*.rebase", "user.name", "user.email", "init.defaultbranch", "pull.rebase", "gc.auto",
 )
-GIT_CHECK_SECONDS = 5  # a check git makes before a command (its config, a revision) must not hang the harness
+GIT_CHECK_SECONDS = 2  # the checks before a git command (its config, revisions) end by then: they then ask
 SHELL_SYNTAX = set(";&|<>`$(){}[]*?!\\\n\r")  # the shell would interpret these (and ~ starting a word)
 REVISION = re.compile(r"[\w./@{}~^-]+")  # HEAD~2, main..feature, v1.0^{commit}
 SECRET_VALUE = re.compile(r"://[^/\s:@]*:[^/\s@]+@|^(?!/)(?=.*\d)(?=.*[A-Za-z])[\w.+/=-]{24,}$")  # u:pw@, tokens
@@ -181,10 +184,39 @@ def open_file(path):
     return file
 
 
-def plain_command(command):
+def open_for_writing(path):
+    """Open a workspace file for writing, creating it and its folders, one folder at a time from the workspace
+    down, following no link: a folder swapped for a link after the check (by a command running meanwhile) is not
+    followed out. Returns a binary file. Where the system cannot open relative to a folder (Windows), it opens
+    the checked path."""
+    full = inside_workspace(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    if os.open not in os.supports_dir_fd:
+        full.parent.mkdir(parents=True, exist_ok=True)
+        return os.fdopen(os.open(full, flags, 0o644), "wb")
+    *folders, name = full.relative_to(real_root()).parts
+    folder = os.open(real_root(), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in folders:
+            try:
+                os.mkdir(part, dir_fd=folder)
+            except FileExistsError:
+                pass
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        return os.fdopen(os.open(name, flags, 0o644, dir_fd=folder), "wb")
+    except OSError as error:
+        raise Refused(f"{path} changed after it was checked ({error.strerror}), so it was not written") from None
+    finally:
+        os.close(folder)
+
+
+def plain_command(command, deadline=None):
     """The argument list of a command that may run without asking, else None: a program on SAFE_COMMANDS (or a
     read-only git command, see plain_git), found on search_path(), with only the options listed for it, no shell
     syntax, and every operand a file or folder inside the workspace. Refuses a command naming a secret file.
+    deadline (a time.monotonic()): when the checks git needs must give up, and the command asks instead.
 
     Example: plain_command("grep -n def tools.py") -> ["/usr/bin/grep", "-n", "def", "tools.py"];
              plain_command("grep -r KEY .") -> None;  plain_command("cat .env") -> Refused
@@ -201,7 +233,7 @@ def plain_command(command):
     program = shell.program(words[0], search_path())  # never one the workspace planted
     if program is None:
         return None
-    args = plain_git(words[1:]) if words[0] == "git" else plain_args(words[0], words[1:])
+    args = plain_git(words[1:], deadline) if words[0] == "git" else plain_args(words[0], words[1:])
     return None if args is None else [program, *args]
 
 
@@ -259,7 +291,8 @@ def parse_options(allowed, words):
              parse_options("-e= -c", ["-ce", "x", "-ee", "b"]) -> ({"-c", "-e"}, ["-ce", "x", "-ee"], ["b"], [])
     """
     allowed = allowed.split()
-    takes_value = {option[:-1] for option in allowed if option.endswith("=")}
+    takes_value = {option.split("=")[0] for option in allowed if "=" in option}
+    optional = {option[:-2] for option in allowed if option.endswith("=?")}
     used, option_words, operands, words = set(), [], [], list(words)
     while words:
         word = words.pop(0)
@@ -271,7 +304,7 @@ def parse_options(allowed, words):
         option_words.append(word)
         if word.startswith("--"):  # --name, --name=value or --name value
             name, equals, _ = word.partition("=")
-            names, value_next = [name], name in takes_value and not equals
+            names, value_next = [name], name in takes_value - optional and not equals
             if equals and name not in takes_value:
                 return None
         elif word[1:].isdigit():  # head -5
@@ -279,7 +312,7 @@ def parse_options(allowed, words):
         else:  # -vn5: -v, then -n with the value 5
             names = [f"-{letter}" for letter in word[1:]]
             takes = next((n for n, name in enumerate(names) if name in takes_value), len(names))
-            names, value_next = names[:takes + 1], takes == len(names) - 1
+            names, value_next = names[:takes + 1], takes == len(names) - 1 and names[takes] not in optional
         if not all(name in allowed or name in takes_value for name in names):
             return None
         if value_next:
@@ -302,17 +335,19 @@ def plain_path(word):
     return stat.S_ISDIR(info.st_mode) or (stat.S_ISREG(info.st_mode) and info.st_nlink == 1)
 
 
-def plain_git(words):
+def plain_git(words, deadline=None):
     """The arguments for a read-only git command that the repository here cannot turn against you, else None.
     It runs on this workspace's own .git only (git_env), with hooks, fsmonitor and submodules (repositories of
     their own, with configs of their own) left out, when safe_repository() says so; revisions must name commits
     (a blob's or a folder's id would print any file); and what it prints leaves out every secret file, in
-    history too, and files with other names (one may be a secret by another name: then it asks).
+    history too, and files with other names (one may be a secret by another name: then it asks). Its checks
+    end by the deadline, or after GIT_CHECK_SECONDS in all: a repository made to be slow makes git ask.
 
     Example: ["log", "-p", "-2"] -> ["--no-pager", "-c", ..., "log", "--ignore-submodules=all", "-p", "-2",
                                       "--", ".", ":(exclude,glob,icase)**/.env", ...]
     """
-    if not words or words[0] not in SAFE_GIT or not safe_repository():
+    until = min(deadline or math.inf, time.monotonic() + GIT_CHECK_SECONDS)
+    if not words or words[0] not in SAFE_GIT or not safe_repository(until):
         return None
     parsed = parse_options(SAFE_GIT[words[0]], words[1:])
     if parsed is None:
@@ -320,9 +355,9 @@ def plain_git(words):
     used, options, operands, paths = parsed
     revisions = [word for word in operands if not (WORKSPACE / word).exists()]
     paths = [word for word in operands if word not in revisions] + paths
-    if not all(git_revision(word) for word in revisions) or not all(plain_path(path) for path in paths):
+    if not git_revisions(revisions, until) or not all(plain_path(path) for path in paths):
         return None
-    if words[0] == "diff" and not all(plain_path(path) for path in tracked_files()):  # it reads the files here
+    if words[0] == "diff" and not all(plain_path(path) for path in tracked_files(until)):  # it reads files here
         return None
     if words[0] in ("diff", "show") or used & {"-p", "-u", "--patch"}:  # it prints what files hold
         paths = (paths or ["."]) + git_excludes()
@@ -330,31 +365,36 @@ def plain_git(words):
             "--ignore-submodules=all", *options, *revisions, "--", *paths]
 
 
-def git_revision(word):
-    """True when word names commits: HEAD~1, main..topic; never a file or a folder in one (HEAD:.aws)."""
-    parts = [part for part in re.split(r"\.\.\.?", word) if part] or ["HEAD"]
-    return all(REVISION.fullmatch(part) and not part.startswith("-") and git_ok("rev-parse", "--verify", "--quiet",
-               "--end-of-options", f"{part}^{{commit}}") for part in parts)
+def git_revisions(words, until):
+    """True when each word names commits: HEAD~1, main..topic; never a file or a folder in one (HEAD:.aws)."""
+    parts = [part for word in words for part in re.split(r"\.\.\.?", word) if part]
+    if not all(REVISION.fullmatch(part) and not part.startswith("-") for part in parts):
+        return False
+    return not parts or git_output("rev-parse", "--end-of-options", *[f"{part}^{{commit}}" for part in parts],
+                                   until=until) is not None
 
 
-def safe_repository():
+def safe_repository(until):
     """True when WORKSPACE is the top of a git repository whose own files cannot make git run a program, read
     elsewhere or hang: .git is a real folder here holding only real folders and regular files (a link would lead
     elsewhere, a pipe would block), objects are not borrowed from elsewhere, and its config holds only keys on
     SAFE_GIT_CONFIG."""
     git_dir = WORKSPACE / ".git"
-    if git_dir.is_symlink() or not git_dir.is_dir() or not only_plain_files(git_dir):
+    if git_dir.is_symlink() or not git_dir.is_dir() or not only_plain_files(git_dir, until):
         return False
     if (git_dir / "commondir").exists() or (git_dir / "objects" / "info" / "alternates").exists():
         return False
-    keys = git_output("config", "--no-includes", "--file", str(git_dir / "config"), "--name-only", "--list")
+    keys = git_output("config", "--no-includes", "--file", str(git_dir / "config"), "--name-only", "--list",
+                      until=until)
     return keys is not None and all(any(fnmatch.fnmatchcase(key, p) for p in SAFE_GIT_CONFIG)
                                     for key in keys.lower().split())
 
 
-def only_plain_files(folder):
-    """True when everything below folder is a real folder or a regular file."""
+def only_plain_files(folder, until):
+    """True when everything below folder is a real folder or a regular file (and that was seen by until)."""
     for parent, folders, files in os.walk(folder):
+        if time.monotonic() > until:
+            return False
         for name in folders + files:
             mode = os.lstat(os.path.join(parent, name)).st_mode
             if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
@@ -362,23 +402,19 @@ def only_plain_files(folder):
     return True
 
 
-def tracked_files():
-    """The files git tracks here, as paths (a plain git diff reads each of them)."""
-    listed = git_output("ls-files", "-z")
-    return listed.split("\0")[:-1] if listed else []
+def tracked_files(until):
+    """The files git tracks here, as paths (a plain git diff reads each of them); [".git"] if git cannot say."""
+    listed = git_output("ls-files", "-z", until=until)
+    return [".git"] if listed is None else listed.split("\0")[:-1]
 
 
-def git_ok(*args):
-    return git_output(*args) is not None
-
-
-def git_output(*args):
-    """What a git check prints, or None when it fails or is not done within GIT_CHECK_SECONDS. It runs the git
-    found on search_path(), like every program the harness starts."""
+def git_output(*args, until):
+    """What a git check prints, or None when it fails or is not done by until (a time.monotonic()). It runs the
+    git found on search_path(), like every program the harness starts."""
     git = shell.program("git", search_path())
     try:
-        done = subprocess.run([git, *args], env=git_env(), capture_output=True, timeout=GIT_CHECK_SECONDS)
-    except (TypeError, OSError, subprocess.TimeoutExpired):  # TypeError: no git at all
+        done = subprocess.run([git, *args], env=git_env(), capture_output=True, timeout=until - time.monotonic())
+    except (TypeError, ValueError, OSError, subprocess.TimeoutExpired):  # TypeError: no git; ValueError: no time
         return None
     return done.stdout.decode("utf-8", errors="replace") if done.returncode == 0 else None
 
@@ -402,7 +438,7 @@ def hidden_files():
     """What a sandboxed command must not read: the workspace's secret files and folders (.git, .ssh, ...), and
     files with more than one name (one may be a secret by another name)."""
     root, found = real_root(), []
-    for folder, folders, files in os.walk(root):
+    for folder, folders, files in os.walk(root, onerror=fail):  # a folder it cannot read could hold a secret
         for name in folders + files:
             path = Path(folder, name)
             relative = path.relative_to(root)
@@ -412,6 +448,11 @@ def hidden_files():
                 found.append(path)
         folders[:] = [name for name in folders if Path(folder, name) not in found]  # hidden whole
     return found
+
+
+def fail(error):
+    """os.walk's onerror: a folder that cannot be read stops the walk, rather than being passed over."""
+    raise Refused(f"{error.filename} cannot be read ({error.strerror}), so what it holds cannot be checked")
 
 
 def command_env(argv=None):
