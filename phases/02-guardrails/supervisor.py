@@ -59,26 +59,26 @@ def descendants(root, table=None):
     table = table or processes()
     found, frontier = [], {root}
     while frontier:
-        frontier = {pid for pid, (parent, _) in table.items() if parent in frontier and pid not in found}
+        frontier = {pid for pid, (parent, *_) in table.items() if parent in frontier and pid not in found}
         found += frontier
     return found
 
 
 def processes():
-    """Every process as {pid: (its parent's pid, when it started)}, read from /proc."""
+    """Every process as {pid: (parent pid, session id, start time)}, read from /proc."""
     table = {}
     for entry in os.listdir("/proc"):
-        if entry.isdigit() and (found := parent_and_start(entry)):
+        if entry.isdigit() and (found := about(entry)):
             table[int(entry)] = found
     return table
 
 
-def parent_and_start(pid):
-    """(parent pid, start time in clock ticks since boot) of a process, or None when it is gone."""
+def about(pid):
+    """(parent pid, session id, start time in clock ticks since boot) of a process, or None when it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()  # "pid (name) state ppid ... starttime ..."
-        return int(fields[1]), int(fields[19])
+            fields = stat.read().rsplit(")", 1)[1].split()  # "pid (name) state ppid pgrp session ... starttime"
+        return int(fields[1]), int(fields[3]), int(fields[19])
     except (ValueError, OSError, IndexError):
         return None
 

@@ -8,6 +8,7 @@ dies, even by `kill -9`. Should a command kill or stop its own supervisor, what 
 which adopts orphans too, and is killed here. With SANDBOX set, the command runs inside bubblewrap instead: no
 network, no home folder, secret files hidden, the harness out of sight.
 """
+import math
 import os
 import signal
 import subprocess
@@ -45,7 +46,7 @@ def run(argv, cwd, env, keep=4000, deadline=None, hide=()):
         adopt_orphans()
     process = subprocess.Popen(wrapped(argv, cwd, hide), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **NEW_GROUP)
-    RUNNING[process] = (supervisor.parent_and_start(process.pid) or (0, 0))[1] if SUPERVISED else 0
+    RUNNING[process] = (supervisor.about(process.pid) or (0, 0, math.inf))[2] if SUPERVISED else math.inf
     kept, printed = bytearray(), 0
 
     def read_output():  # reads while the command runs, keeping only what fits
@@ -125,11 +126,12 @@ def adopt_orphans():
 
 def end_orphans(since):
     """Kill what came up to this process from a killed supervisor: the processes below this one that started
-    after it (at `since`), except the supervisors still at work. Returns True when none is left."""
+    after it (at `since`) in a session other than this one's, except the supervisors still at work. What this
+    process starts itself (a git check, a test's helper) stays in its session. Returns True when none is left."""
     for _ in range(100):  # a killed process's children come up in turn
-        table, working = supervisor.processes(), {process.pid for process in RUNNING}
-        orphans = [pid for pid, (parent, started) in table.items()
-                   if parent == os.getpid() and started >= since and pid not in working]
+        table, working, session = supervisor.processes(), {process.pid for process in RUNNING}, os.getsid(0)
+        orphans = [pid for pid, (parent, their_session, started) in table.items()
+                   if parent == os.getpid() and their_session != session and started >= since and pid not in working]
         if not orphans:
             return True
         for pid in orphans + [pid for orphan in orphans for pid in supervisor.descendants(orphan, table)]:
