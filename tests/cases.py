@@ -39,6 +39,7 @@ TOOL_USE_FAILED = {"status": 400, "body": error("Failed to call a function. Plea
                                                 "'failed_generation' for more details.", code="tool_use_failed",
                                                 failed_generation='<function=read_file{"path": "notes.txt"}'
                                                                   '</function>')}
+READ_FUNCTION = {"name": "read_file", "arguments": '{"path": "notes.txt"}'}
 USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 
 
@@ -48,8 +49,9 @@ def in_two_seconds():
 
 # name: the task, what the server does (a list, or a function that makes one when the case runs), and what must
 # come of it. expect: status and exit code always; answer (a part of it), requests (how many the server got),
-# results (parts of the tool results, in any order), stderr / stdout (a part), stdout_once (a text printed exactly
-# once), files (what the workspace must hold afterwards), seconds (the most the run may take).
+# results (parts of the tool results, in any order), stderr / stdout (a part), stderr_lacks / stdout_lacks (a part
+# it must not hold), stdout_once (a text printed exactly once), files (what the workspace must hold afterwards),
+# seconds (the most the run may take).
 CASES = {
     "two_steps": {
         "task": "List the files here, then read notes.txt",
@@ -241,6 +243,11 @@ CASES = {
         "script": [{"content": "one two three four five six seven eight", "cut_after": 2},
                    {"content": "one two three four five six seven eight"}],
         "expect": {"status": "answered", "exit": 0, "requests": 2, "stdout_once": "one two three four"}},
+    "stream_retry_that_says_less_is_shown_whole": {
+        "task": "Say hi", "args": ["--stream"],
+        "script": [{"content": "one two three four five six seven eight", "cut_after": 3}, {"content": "one"}],
+        "expect": {"status": "answered", "exit": 0, "requests": 2, "answer": "one",
+                   "stdout": "[the reply starts again]\none\n"}},
     "json_error_answering_a_stream_request": {
         "task": "Say hi", "args": ["--stream"],
         "script": [{"status": 200, "body": error("The stream backend is overloaded"),
@@ -271,6 +278,55 @@ CASES = {
                                 "usage": USAGE}]}],
         "expect": {"status": "answered", "exit": 0, "answer": "Counted."}},
 
+    "stream_delta_null_and_arguments_as_an_object": {
+        "task": "Read notes.txt", "args": ["--stream"],
+        "script": [{"events": [{**chunk({}), "choices": [{"index": 0, "delta": None, "finish_reason": None}]},
+                               chunk({"tool_calls": [{"index": 0, "id": "a1", "type": "function",
+                                                      "function": {"name": "read_file",
+                                                                   "arguments": {"path": "notes.txt"}}}]}),
+                               chunk({}, "tool_calls")]}, "Read it."],
+        "expect": {"status": "answered", "exit": 0, "results": ["buy milk"]}},
+    "stream_chunk_that_is_no_object_then_answered": {
+        "task": "Say hi", "args": ["--stream"],
+        "script": [{"events": [chunk({"content": "Half"}), "data: [1, 2]\n\n", chunk({}, "stop")]}, "Hi."],
+        "expect": {"status": "answered", "exit": 0, "requests": 2, "answer": "Hi."}},
+    "stream_with_two_choices_keeps_the_first": {
+        "task": "Say hi", "args": ["--stream"],
+        "script": [{"events": [{**chunk({}), "choices": [{"index": 1, "delta": {"content": "Second."}},
+                                                         {"index": 0, "delta": {"content": "First."}}]},
+                               chunk({}, "stop")]}],
+        "expect": {"status": "answered", "exit": 0, "answer": "First.", "stdout_lacks": "Second."}},
+    "message_that_is_no_object_then_answered": {
+        "task": "Say hi",
+        "script": [{"status": 200, "body": {"choices": [{"index": 0, "message": "Hi.", "finish_reason": "stop"}]}},
+                   "Hi."],
+        "expect": {"status": "answered", "exit": 0, "requests": 2, "stderr": "without a message"}},
+    "fields_of_the_wrong_type_then_answered": {
+        "task": "Say hi",
+        "script": [{"status": 200, "body": {"choices": [{"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "content": "Hi.", "refusal": 5}}]}}, "Hi."],
+        "expect": {"status": "answered", "exit": 0, "requests": 2, "stderr": "not a chat completion"}},
+    "usage_that_does_not_count_is_estimated": {
+        "task": "Say hi",
+        "script": [{"status": 200, "body": {"choices": [{"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "content": "Hi."}}], "usage": [1]}},
+                   {"content": "unused"}],
+        "expect": {"status": "answered", "exit": 0, "requests": 1, "answer": "Hi."}},
+    "usage_of_nulls_in_a_stream_is_estimated": {
+        "task": "Say hi", "args": ["--stream"],
+        "script": [{"events": [chunk({"content": "Hi."}), chunk({}, "stop", usage={
+            "prompt_tokens": None, "completion_tokens": None, "total_tokens": None})]}],
+        "expect": {"status": "answered", "exit": 0, "answer": "Hi."}},
+    "number_ids_and_choices_out_of_order": {
+        "task": "Read notes.txt",
+        "script": [{"status": 200, "body": {"choices": [
+            {"index": 1, "finish_reason": "stop", "message": {"role": "assistant", "content": "Not this one."}},
+            {"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None,
+                                                                    "tool_calls": [{"id": 7, "type": "function",
+                                                                                    "function": READ_FUNCTION}]}}]}},
+                   "Read it."],
+        "expect": {"status": "answered", "exit": 0, "requests": 2, "results": ["buy milk"], "answer": "Read it."}},
+
     # Endings that say what happened.
     "content_filter_is_its_own_ending": {
         "task": "Say something",
@@ -293,7 +349,7 @@ CASES = {
     "a_base_url_that_is_no_url": {
         "task": "Say hi", "env": {"BASE_URL": "localhost:8000/v1"},
         "script": [],
-        "expect": {"status": None, "exit": 1, "requests": 0, "stderr": "must start with http"}},
+        "expect": {"status": None, "exit": 1, "requests": 0, "stderr": "needs http:// or https://"}},
     "failures_without_stream_do_not_mention_it": {
         "task": "Say hi",
         "script": [{"status": 200, "body": "", "content_type": "application/json"}] * 4,
@@ -345,8 +401,9 @@ def problems(expect, done, records, server, work, seconds, trace):
     for stream in ("stdout", "stderr"):
         if expect.get(stream, "") not in getattr(done, stream):
             found.append(f"{stream} lacks {expect[stream]!r}")
-    if "stderr_lacks" in expect and expect["stderr_lacks"] in done.stderr:
-        found.append(f"stderr says {expect['stderr_lacks']!r}")
+    for stream in ("stdout", "stderr"):
+        if f"{stream}_lacks" in expect and expect[f"{stream}_lacks"] in getattr(done, stream):
+            found.append(f"{stream} says {expect[f'{stream}_lacks']!r}")
     if "stdout_once" in expect and done.stdout.count(expect["stdout_once"]) != 1:
         found.append(f"stdout has {expect['stdout_once']!r} {done.stdout.count(expect['stdout_once'])} times")
     if "results" in expect and not matches(expect["results"], results):

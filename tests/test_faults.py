@@ -142,3 +142,26 @@ def test_retry_after_in_both_forms_and_out_of_bounds(load):
     for nonsense in ({"retry-after": "-1"}, {"retry-after-ms": "0"}, {"retry-after": "soon"},
                      {"retry-after": "nan"}, {"retry-after": "inf"}, {}):
         assert asked(nonsense) is None, nonsense
+
+
+@pytest.mark.phase(0)
+@pytest.mark.files("backend.py")
+@pytest.mark.parametrize("url", ["http://localhost:PORT/v1", "http://[::1/v1", "http://localhost:99999/v1",
+                                 "localhost:8000/v1", "http://local host:8000/v1", "https://", "http://a\x1b[2Jb/v1"])
+def test_a_base_url_requests_cannot_go_to_is_one_message(workspace, url):
+    """A BASE_URL that is no URL (a placeholder port, a broken address, no scheme, a space, an escape) is one
+    message naming BASE_URL, at once, in every phase: never a traceback from deep inside the HTTP client."""
+    result = run_python(workspace, "backend.py", "Hi", env={"BACKEND": "groq", "GROQ_API_KEY": "x", "BASE_URL": url})
+    assert result.returncode == 1 and "BASE_URL=" in result.stderr and "http://localhost:1234/v1" in result.stderr
+    assert "Traceback" not in result.stderr and "\x1b" not in result.stderr, result.stderr
+
+
+@pytest.mark.phase(0)
+@pytest.mark.files("backend.py")
+def test_a_base_url_pasted_with_spaces_and_a_line_end_still_works(workspace, server):
+    """BASE_URL as a copy and paste leaves it, with spaces and a line end around it, reaches the server."""
+    server.push("Hi from the server.")
+    env = {**groq_env(server), "BASE_URL": f"  {groq_env(server)['BASE_URL']}\n"}
+    result = run_python(workspace, "backend.py", "Hi", env=env)
+    assert result.returncode == 0 and "Hi from the server." in result.stdout, result.stderr
+

@@ -7,6 +7,7 @@ Settings come from .env or the environment: BACKEND, MODEL, BASE_URL and the API
 import functools
 import os
 import sys
+import urllib.parse
 from pathlib import Path
 
 import openai
@@ -46,11 +47,7 @@ def choose(name=None, model=None, base_url=None):
             f"The {name} backend needs an API key, but {key_var} is not set in {ENV_FILE} or the environment. "
             f"Put {key_var}=... in .env (see README.md for a free Groq key), or unset BACKEND to use the offline demo "
             "model.")
-    base_url = base_url or os.environ.get("BASE_URL")
-    scheme, _, rest = (base_url or "").partition("://")
-    if base_url and not (scheme in ("http", "https") and rest.strip("/")):
-        raise BackendError(f"BASE_URL={base_url!r} is not a URL I can send requests to: it must start with http:// or "
-                           "https://, as in http://localhost:1234/v1.")
+    base_url = usable_url(base_url or os.environ.get("BASE_URL"))
     return {
         "name": name,
         "base_url": base_url or BACKENDS[name]["base_url"] or start_demo(),
@@ -58,6 +55,23 @@ def choose(name=None, model=None, base_url=None):
         "model": model or os.environ.get("MODEL") or BACKENDS[name]["model"],
         "url_given": bool(base_url),  # for messages: the user's own URL, or the backend's
     }
+
+
+def usable_url(url):
+    """The URL, without the spaces or line end a copy and paste leaves around it, if requests can go to it; else a
+    BackendError saying what one looks like. None (or nothing) stays None: the backend's own URL is used."""
+    url = (url or "").strip()
+    if not url:
+        return None
+    try:
+        parts = urllib.parse.urlsplit(url)
+        usable = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0  # .port checks it
+    except ValueError:  # a port that is no number ("PORT") or too big, a broken [IPv6] address
+        usable = False
+    if not usable or not url.isprintable() or " " in url:
+        raise BackendError(f"BASE_URL={url!r} is not a URL I can send requests to: it needs http:// or https://, a "
+                           "host, and a port number if any, as in http://localhost:1234/v1.")
+    return url
 
 
 def first_backend_with_a_key():

@@ -13,6 +13,7 @@ import os
 import queue
 import random
 import sys
+import urllib.parse
 import threading
 import time
 from pathlib import Path
@@ -64,11 +65,7 @@ def choose(name=None, model=None, base_url=None):
             f"The {name} backend needs an API key, but {key_var} is not set in {ENV_FILE} or the environment. "
             f"Put {key_var}=... in .env (see README.md for a free Groq key), or unset BACKEND to use the offline demo "
             "model.")
-    base_url = base_url or os.environ.get("BASE_URL")
-    scheme, _, rest = (base_url or "").partition("://")
-    if base_url and not (scheme in ("http", "https") and rest.strip("/")):
-        raise BackendError(f"BASE_URL={base_url!r} is not a URL I can send requests to: it must start with http:// or "
-                           "https://, as in http://localhost:1234/v1.")
+    base_url = usable_url(base_url or os.environ.get("BASE_URL"))
     return {
         "name": name,
         "base_url": base_url or BACKENDS[name]["base_url"] or start_demo(),
@@ -76,6 +73,23 @@ def choose(name=None, model=None, base_url=None):
         "model": model or os.environ.get("MODEL") or BACKENDS[name]["model"],
         "url_given": bool(base_url),  # for messages: the user's own URL, or the backend's
     }
+
+
+def usable_url(url):
+    """The URL, without the spaces or line end a copy and paste leaves around it, if requests can go to it; else a
+    BackendError saying what one looks like. None (or nothing) stays None: the backend's own URL is used."""
+    url = (url or "").strip()
+    if not url:
+        return None
+    try:
+        parts = urllib.parse.urlsplit(url)
+        usable = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0  # .port checks it
+    except ValueError:  # a port that is no number ("PORT") or too big, a broken [IPv6] address
+        usable = False
+    if not usable or not url.isprintable() or " " in url:
+        raise BackendError(f"BASE_URL={url!r} is not a URL I can send requests to: it needs http:// or https://, a "
+                           "host, and a port number if any, as in http://localhost:1234/v1.")
+    return url
 
 
 def first_backend_with_a_key():
@@ -136,7 +150,10 @@ def chat(messages, tools=None, backend=None, deadline=None, options=None, on_tex
     for attempt in range(RETRIES + 1):
         until = min(deadline or math.inf, time.monotonic() + TIMEOUT)
         try:
-            return within(until, send, backend, request, once and once.for_try(attempt))
+            response = within(until, send, backend, request, once and once.for_try(attempt))
+            if once:
+                once.end()
+            return response
         except (openai.APIError, BrokenReply, TimeoutError) as error:
             if isinstance(error, TimeoutError) and until == deadline:
                 raise OutOfTime("the deadline passed while the model was still answering") from None
@@ -215,26 +232,57 @@ def post_chat(api, request):
 
 
 def checked(response):
-    """The response, if it is one: a choice holding a message, text content, tool calls of type function; else
-    BrokenReply. What some servers send differently is mended: content as a list of parts, arguments as an
-    object, lone surrogates; a reply longer than MAX_REPLY_CHARS is cut and marked length."""
-    choices = getattr(response, "choices", None)
-    if not isinstance(choices, list) or not choices or getattr(choices[0], "message", None) is None:
-        said = (getattr(response, "model_extra", None) or {}).get("error") or str(response)[:200] or "an empty body"
-        raise BrokenReply(f"the server answered without a reply: {said}")
-    choice, message = choices[0], choices[0].message
-    message.content = text(message.content)
-    for call in message.tool_calls or []:
-        if getattr(call, "type", None) != "function" or not isinstance(getattr(call.function, "name", None), str):
+    """A non-streamed response, checked and mended by completion(): its first choice's message, finish_reason
+    and usage."""
+    data = plain(response)
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        said = data.get("error") if isinstance(data, dict) else None
+        raise BrokenReply(f"the server answered without a reply: {str(said or data)[:200] or 'an empty body'}")
+    choice = next((c for c in choices if isinstance(c, dict) and c.get("index") == 0), choices[0])
+    return completion(choice.get("message"), choice.get("finish_reason"), data.get("usage"))
+
+
+def plain(value):
+    """A value the SDK built from a server's JSON, as that JSON again. The SDK builds its objects without
+    checking them (a message may be a string, an id a number), so completion() checks the JSON, once."""
+    return value.model_dump(warnings=False, exclude_unset=True) if hasattr(value, "model_dump") else value
+
+
+def completion(message, finish, usage):
+    """The reply as the SDK's ChatCompletion, if it is one: a message with text content and tool calls of type
+    function; else BrokenReply, saying what is wrong. What some servers send differently is mended first:
+    content as a list of parts, arguments as an object, lone surrogates, a missing or number id (the harness
+    gives it one), an unknown finish_reason, usage that does not count; a reply longer than MAX_REPLY_CHARS is
+    cut and marked length."""
+    if not isinstance(message, dict):
+        raise BrokenReply(f"the server answered without a message: {str(message)[:200]}")
+    message = {**message, "role": "assistant", "content": text(message.get("content"))}
+    calls = message.get("tool_calls") or []
+    calls = calls if isinstance(calls, list) else [calls]
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if (not isinstance(function, dict) or call.get("type") != "function"
+                or not isinstance(function.get("name"), str)):
             raise BrokenReply(f"a tool call that is not a function call: {str(call)[:200]}")
-        arguments = call.function.arguments
-        call.function.arguments = text(arguments if isinstance(arguments, str) or arguments is None
-                                       else json.dumps(arguments)) or ""
-    size = len(message.content or "") + sum(len(c.function.arguments) for c in message.tool_calls or [])
+        arguments = function.get("arguments")
+        function["arguments"] = text(arguments if isinstance(arguments, str) or arguments is None
+                                     else json.dumps(arguments)) or ""
+        call["id"] = call.get("id") if isinstance(call.get("id"), str) else ""
+    size = len(message["content"] or "") + sum(len(call["function"]["arguments"]) for call in calls)
     if size > MAX_REPLY_CHARS:
-        message.content, message.tool_calls = (message.content or "")[:MAX_REPLY_CHARS], None
-        choice.finish_reason = "length"
-    return response
+        message["content"], calls, finish = (message["content"] or "")[:MAX_REPLY_CHARS], [], "length"
+    counted = isinstance(usage, dict) and all(isinstance(usage.get(key), int) for key in
+                                              ("prompt_tokens", "completion_tokens", "total_tokens"))
+    known = ("stop", "length", "tool_calls", "content_filter")  # the values the SDK's type allows
+    try:
+        return sdk().types.chat.ChatCompletion.model_validate({
+            "id": "reply", "object": "chat.completion", "created": 0, "model": "",
+            "choices": [{"index": 0, "message": {**message, "tool_calls": calls or None},
+                         "finish_reason": finish if finish in known else "stop"}],
+            "usage": usage if counted else None})
+    except ValueError as error:  # pydantic's ValidationError: a field of the wrong type
+        raise BrokenReply(f"the reply is not a chat completion: {str(error)[:300]}") from None
 
 
 def text(content):
@@ -275,6 +323,12 @@ class Once:
             self.on_text(piece)
             self.shown, self.at = self.shown + piece, self.at + len(piece)
 
+    def end(self):
+        """After the try that counts: if it said less than was on screen, show what it said again, whole."""
+        if self.at < len(self.shown):
+            self.on_text("\n[the reply starts again]\n" + self.shown[:self.at])
+            self.shown = self.shown[:self.at]
+
     def restart(self):
         """Before a retry: what was shown is kept, to compare with what comes next. Returns a note saying so."""
         self.at = 0
@@ -284,58 +338,63 @@ class Once:
 def assemble(stream, on_text):
     """Build one whole response from a stream. Text goes to on_text as it arrives; each tool call is put together
     from its pieces (by index, else by id, else the latest call; a name repeated in every piece counts once);
-    usage comes on the finish chunk (Groq) or a chunk of its own (OpenAI), so the last one seen wins. A stream
-    that breaks after its finish chunk is complete; one that breaks before it is a BrokenReply."""
+    usage comes on the finish chunk (Groq) or a chunk of its own (OpenAI), so the last one seen wins; only the
+    first choice (index 0) counts. A stream that breaks after its finish chunk is complete; one that breaks
+    before it, or sends a chunk that is no chunk, is a BrokenReply."""
     if "json" in stream.response.headers.get("content-type", ""):  # an error sent as JSON, not as a stream
         said = stream.response.read().decode("utf-8", errors="replace")
         raise BrokenReply(f"the server answered the stream request with JSON: {said[:300]}")
     parts, calls, finish, usage = {"content": "", "refusal": ""}, [], None, None
     try:
         for chunk in chunks(stream):
-            usage = chunk.usage or usage
-            for choice in chunk.choices or []:
-                delta = choice.delta
+            usage = chunk.get("usage") or usage
+            for choice in chunk.get("choices") or []:
+                if not isinstance(choice, dict) or not isinstance(choice.get("delta") or {}, dict):
+                    raise BrokenReply(f"a stream chunk that is no chunk: {str(chunk)[:200]}")
+                if choice.get("index", 0) != 0:
+                    continue  # another choice (a request for several): only the first counts
+                delta = choice.get("delta") or {}
                 for field in parts:
-                    piece = getattr(delta, field, None) or ""
+                    piece = text(delta.get(field)) or ""
                     parts[field] += piece
                     if field == "content" and piece:
                         on_text(piece)
-                for part in delta.tool_calls or []:
+                for part in delta.get("tool_calls") or []:
                     add_piece(calls, part)
-                finish = choice.finish_reason or finish
+                finish = choice.get("finish_reason") or finish
     except BrokenReply:
         if finish is None:
             raise
     if finish is None:  # the SDK ends quietly when a stream stops early: only a finish_reason proves it ended
         raise BrokenReply("the stream ended before the model finished")
-    message = {"role": "assistant", "content": parts["content"] or None, "refusal": parts["refusal"] or None,
-               "tool_calls": [{"id": c["id"], "type": "function", "function": c["function"]} for c in calls] or None}
-    known = ("stop", "length", "tool_calls", "content_filter")  # the values the SDK's type allows
-    return sdk().types.chat.ChatCompletion.model_validate({
-        "id": "streamed", "object": "chat.completion", "created": 0, "model": "",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish if finish in known else "stop"}],
-        "usage": usage and usage.model_dump()})
+    return completion({"role": "assistant", "content": parts["content"] or None, "refusal": parts["refusal"] or None,
+                       "tool_calls": [{"id": c["id"], "type": "function", "function": c["function"]} for c in calls]},
+                      finish, usage)
 
 
 def chunks(stream):
-    """The stream's chunks; whatever breaks the stream itself (a dropped connection, bad JSON) is a BrokenReply.
-    An error event keeps its type: it carries the provider's own words."""
+    """The stream's chunks, as JSON objects; whatever breaks the stream itself (a dropped connection, bad JSON, a
+    chunk that is no object) is a BrokenReply. An error event keeps its type: it carries the provider's words."""
     iterator = iter(stream)
     while True:
         try:
-            chunk = next(iterator)
+            chunk = plain(next(iterator))
         except StopIteration:
             return
         except sdk().APIError:
             raise
         except Exception as error:  # the SDK raises whatever it met: httpx's errors, json's, ...
             raise BrokenReply(f"the stream broke off: {str(error)[:200]}") from None
+        if not isinstance(chunk, dict):
+            raise BrokenReply(f"a stream chunk that is no chunk: {str(chunk)[:200]}")
         yield chunk
 
 
 def add_piece(calls, part):
-    """Add one streamed tool-call piece to calls (a list of {"index", "id", "function"} dicts)."""
-    index, call_id = getattr(part, "index", None), getattr(part, "id", None) or ""
+    """Add one streamed tool-call piece (JSON) to calls (a list of {"index", "id", "function"} dicts)."""
+    if not isinstance(part, dict) or not isinstance(part.get("function") or {}, dict):
+        raise BrokenReply(f"a tool call piece that is no piece: {str(part)[:200]}")
+    index, call_id, function = part.get("index"), part.get("id") or "", part.get("function") or {}
     same = [c for c in calls if (index is not None and c["index"] == index) or (index is None and call_id and
                                                                                  c["id"] == call_id)]
     if same or (index is None and not call_id and calls):
@@ -344,11 +403,11 @@ def add_piece(calls, part):
         call = {"index": index, "id": call_id, "function": {"name": "", "arguments": ""}}
         calls.append(call)
     call["id"] = call["id"] or call_id
-    name = (part.function and part.function.name) or ""
+    name, arguments = text(function.get("name")) or "", function.get("arguments") or ""
     if name and not name.startswith(call["function"]["name"]):  # a name sent again whole is not added twice
         name = call["function"]["name"] + name
     call["function"]["name"] = name or call["function"]["name"]
-    call["function"]["arguments"] += (part.function and part.function.arguments) or ""
+    call["function"]["arguments"] += arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
 def retry_wait(error, attempt):
