@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,7 @@ MAX_TOOL_CALLS = 30  # tool calls per task, refused ones included
 SAME_CALL_LIMIT = 3  # the same call in this many turns in a row: the model is told; once more and the run stops
 OUTPUT_TRIES = 3  # answers that fail the output schema before the run ends as invalid_output
 GRACE = 0.5  # seconds past the deadline a tool may take to say how it was stopped
+BACKSTOP = 0.7  # seconds past the deadline, or after a signal, that a wait on the terminal is cut short
 TRACE_CHARS = 20_000  # longest text kept in one trace field; the rest is counted, not written
 FINAL_TOOL = "final_answer"  # the tool a model calls with a structured answer, when the backend takes no schema
 EXIT_CODES = {"answered": 0, "provider_error": 1, "output_error": 1, "step_limit": 3, "tool_call_limit": 3,
@@ -105,19 +107,28 @@ class Trace:
     def __init__(self, path=None):
         self.run, self.file = os.urandom(6).hex(), None
         try:
-            self.file = open(path, "ab", buffering=0) if path else None
+            self.file = open(path, "ab", buffering=0, opener=without_waiting) if path else None
         except OSError as error:
             raise Stop("output_error", f"the trace file {path} cannot be opened: {error.strerror}") from None
 
     def record(self, kind, **fields):
         if self.file:
             fields = {name: capped(value, TRACE_CHARS) for name, value in fields.items()}
-            line = json.dumps({"run": self.run, "type": kind, **fields}) + "\n"
+            line = (json.dumps({"run": self.run, "type": kind, **fields}) + "\n").encode()  # ASCII only
             try:
-                self.file.write(line.encode())  # json.dumps wrote ASCII only
+                while line:  # a write may take only a part (a signal, a file size limit): the rest follows
+                    line = line[self.file.write(line):]
             except OSError as error:
                 self.file = None  # one message is enough
                 raise Stop("output_error", f"the trace could not be written: {error.strerror}") from None
+
+
+def without_waiting(path, flags):
+    """An opener for open(): a FIFO nobody reads from is an error at once (ENXIO), not a wait for ever."""
+    fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0))  # Windows has no FIFOs, and no O_NONBLOCK
+    if hasattr(os, "O_NONBLOCK"):
+        os.set_blocking(fd, True)  # once open, writes wait as usual
+    return fd
 
 
 def capped(value, limit):
@@ -131,10 +142,14 @@ def capped(value, limit):
 def ask_user(question):
     """The default approval: ask on the terminal. Without a terminal, one line is read from standard input, and
     the end of input means no."""
-    print(f"{visible(question)}? [y/N] ", end="", file=sys.stderr, flush=True)
-    answer = sys.stdin.readline()
+    write(sys.stderr, f"{visible(question)}? [y/N] ")
+    try:
+        answer = waited_for("an answer", sys.stdin.readline)
+    except OutOfTime:
+        write(sys.stderr, "(no answer in time)\n")
+        raise
     if not sys.stdin.isatty():
-        print(visible(answer.strip()) or "(end of input: no)", file=sys.stderr)  # show what was piped in
+        write(sys.stderr, (visible(answer.strip()) or "(end of input: no)") + "\n")  # show what was piped in
     return answer.strip().lower() in ("y", "yes")
 
 
@@ -434,6 +449,8 @@ def decide_all(settings, result, calls, same, told, results):
                 raise ToolError(f"not run: you made this exact call in {SAME_CALL_LIMIT} turns in a row, and its "
                                 "result will not change. Use the results you have, or try something else.")
             actions.append((call, decide(settings, result, call)))
+        except OutOfTime:  # the deadline came while deciding (a check, a question): the turn ends here
+            raise
         except Exception as error:  # the budget, the contract, the guardrails or the person said no
             results[call.id] = error_result(call, error)
             record_tool(settings, result, call, results[call.id])
@@ -458,6 +475,8 @@ def approved(approve, question):
     """Ask the approver; anything but a plain True (an exception, None, no answer) means no."""
     try:
         return approve(question) is True
+    except OutOfTime:  # the deadline cut the question short: the run ends, nobody said no
+        raise
     except Exception:
         return False
 
@@ -626,23 +645,49 @@ def model_from_schema(schema, name="Answer"):
 
 
 def say(text="", end="\n"):
-    """Print to standard output what came from a model or a file, made visible. A reader that went away
-    (`| head -c 1`) ends the run cleanly, as output_error."""
-    try:
-        sys.stdout.write(visible(text) + end)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # later writes, and Python's exit, stay quiet
-        raise Stop("output_error", "standard output was closed before the run ended") from None
+    """Print to standard output what came from a model or a file, made visible. Output that cannot be written
+    (the reader went away, as in `| head -c 1`; a full disk; no standard output) ends the run as output_error."""
+    if not write(sys.stdout, visible(text) + end):
+        raise Stop("output_error", "standard output could not be written: its reader went away, or the disk is full")
 
 
 def note(text):
-    print(f"note: {visible(text)}", file=sys.stderr, flush=True)
+    write(sys.stderr, f"note: {visible(text)}\n")
+
+
+def write(stream, text):
+    """Write text to sys.stdout or sys.stderr at once. False when it cannot be written; from then on, writes to it
+    go nowhere, so that Python's own last flush stays quiet too."""
+    if stream is None:  # the run began with it closed
+        return False
+    try:
+        waited_for("its output", stream.write, text)
+        waited_for("its output", stream.flush)
+        return True
+    except OSError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+        return False
+
+
+WAITING = []  # what the main thread waits for at the terminal, if anything: the only wait the clock cuts short
+
+
+def waited_for(what, function, *args):
+    """function(*args), a wait on the terminal (a write, a reader's answer): once the clock rings (see catch_signals)
+    it is cut short with OutOfTime. The clock rings in the main thread, so only its waits count."""
+    if threading.current_thread() is not threading.main_thread():
+        return function(*args)
+    WAITING.append(what)
+    try:
+        return function(*args)
+    finally:
+        WAITING.pop()
 
 
 def catch_signals():
     """SIGTERM and SIGHUP end the run the way Ctrl-C does: status interrupted, every command killed, the trace
-    closed. A second signal while the run closes is noted, not obeyed. Returns the list of signals received."""
+    closed. A second signal while the run closes is noted, not obeyed. SIGALRM is the clock (see ring_from):
+    it cuts short a wait on the terminal. Returns the list of signals received."""
     received = []
 
     def handler(number, frame):
@@ -650,10 +695,23 @@ def catch_signals():
         if len(received) == 1:
             raise KeyboardInterrupt
 
+    def clock(number, frame):
+        if WAITING:
+            raise OutOfTime(f"the time was up while the run waited for {WAITING[-1]}")
+
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), handler)
+    if hasattr(signal, "SIGALRM"):
+        signal.signal(signal.SIGALRM, clock)
     return received
+
+
+def ring_from(moment):
+    """Ring the clock (SIGALRM) from `moment` (a time.monotonic()) on, every tenth of a second: a run blocked on
+    the terminal then ends on time. None stops it. Not on Windows, which has no such clock."""
+    if hasattr(signal, "setitimer"):
+        signal.setitimer(signal.ITIMER_REAL, 0 if moment is None else max(moment - time.monotonic(), 0.01), 0.1)
 
 
 def main(argv=None):
@@ -668,18 +726,29 @@ def main(argv=None):
     except BackendError as error:
         sys.exit(f"error: {visible(str(error))}")
     received = catch_signals()
+    if args.deadline:
+        ring_from(STARTED + args.deadline + BACKSTOP)
     result = run(args.task, backend=backend, approve=(lambda question: True) if args.yes else ask_user,
                  limits=Limits(args.max_steps, args.max_tool_calls, args.max_tokens, args.deadline), trace=args.trace,
                  on_text=(lambda text: say(text, end="")) if args.stream else None,
                  on_call=lambda step, name, arguments: say(f"[{step}] {name} {arguments}"), on_note=note,
                  output=args.output, tool_choice=args.tool_choice,
                  parallel_tool_calls=False if args.no_parallel_tool_calls else None, started=STARTED)
+    if received:
+        ring_from(time.monotonic() + BACKSTOP)  # asked to stop: the report may not hold the exit up
     try:
         report(result, streamed=args.stream)
     except Stop as stop:
         result.status, result.error = stop.status, stop.error
-        print(f"error: {stop.error}", file=sys.stderr)
-    sys.exit(SIGNAL_EXIT.get(received[0], 130) if received else EXIT_CODES[result.status])
+        write(sys.stderr, f"error: {stop.error}\n")
+    except (KeyboardInterrupt, OutOfTime):  # a signal, or the terminal blocked past the time: leave, not wait
+        os._exit(exit_code(result, received))
+    ring_from(None)  # Python's exit puts back the default SIGALRM action, which would kill the process
+    sys.exit(exit_code(result, received))
+
+
+def exit_code(result, received):
+    return SIGNAL_EXIT.get(received[0], 130) if received else EXIT_CODES[result.status]
 
 
 def report(result, streamed=False):
@@ -689,12 +758,15 @@ def report(result, streamed=False):
     if result.status != "answered":
         say(f"stopped: {result.status.replace('_', ' ')}")
     if result.error:
-        print(f"error: {visible(result.error)}", file=sys.stderr)
+        write(sys.stderr, f"error: {visible(result.error)}\n")
     if result.answer and (not streamed or result.output is not None):
         say(result.answer)
-    print(f"{result.status}: {result.steps} steps, {result.tool_calls} tool calls, "
-          f"{result.usage['total_tokens']} tokens, {result.seconds:.1f} s", file=sys.stderr)
+    write(sys.stderr, f"{result.status}: {result.steps} steps, {result.tool_calls} tool calls, "
+                      f"{result.usage['total_tokens']} tokens, {result.seconds:.1f} s\n")
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:  # Ctrl-C before the run began: nothing to close
+        sys.exit(130)

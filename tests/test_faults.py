@@ -165,3 +165,69 @@ def test_a_base_url_pasted_with_spaces_and_a_line_end_still_works(workspace, ser
     result = run_python(workspace, "backend.py", "Hi", env=env)
     assert result.returncode == 0 and "Hi from the server." in result.stdout, result.stderr
 
+
+def blocked_run(workspace, server, *args, stdin=subprocess.DEVNULL):
+    """A run whose standard output nobody reads: its first tool call's line (200 KB) fills the pipe and blocks."""
+    server.push(tool_calls(("read_file", {"path": "notes.txt", "padding": "x" * 200_000})), "Done.")
+    return subprocess.Popen([sys.executable, "harness.py", "--trace", "t.jsonl", *args, "Read"], cwd=workspace,
+                            env=clean_env(**groq_env(server)), stdin=stdin, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+
+
+@pytest.mark.phase(5)
+def test_output_nobody_reads_still_meets_the_deadline(workspace, server):
+    """Standard output blocked (a pipe nobody reads) under --deadline 2: the run ends on time, status deadline,
+    its trace complete."""
+    started, process = time.monotonic(), blocked_run(workspace, server, "--deadline", "2")
+    assert process.wait(10) == 3 and time.monotonic() - started < 3.5, time.monotonic() - started
+    assert trace_records(workspace / "t.jsonl")[-1]["status"] == "deadline"
+
+
+@pytest.mark.phase(5)
+def test_sigterm_ends_a_run_whose_output_is_blocked(workspace, server):
+    """SIGTERM while standard output is blocked: the run ends at once (143), interrupted, its trace complete."""
+    process = blocked_run(workspace, server)
+    time.sleep(1.5)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(3) == 143
+    assert trace_records(workspace / "t.jsonl")[-1]["status"] == "interrupted"
+
+
+@pytest.mark.phase(5)
+def test_an_approval_nobody_answers_meets_the_deadline(workspace, server):
+    """A question nobody answers (standard input open, silent) under --deadline 2: the run ends on time, status
+    deadline, nothing run, the call answered in the trace."""
+    server.push(tool_calls(("run_shell", {"command": "rm notes.txt"})), "Removed.")
+    (workspace / "notes.txt").write_text("buy milk\n")
+    started = time.monotonic()
+    process = subprocess.Popen([sys.executable, "harness.py", "--trace", "t.jsonl", "--deadline", "2", "Remove"],
+                               cwd=workspace, env=clean_env(**groq_env(server)), stdin=subprocess.PIPE,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process.wait(10)  # standard input stays open: nobody answers, nobody hangs up
+    stderr = process.stderr.read()
+    assert process.returncode == 3 and time.monotonic() - started < 3.5 and "Traceback" not in stderr, stderr
+    records = trace_records(workspace / "t.jsonl")
+    assert records[-1]["status"] == "deadline" and [r["type"] for r in records].count("tool") == 1, records
+    assert (workspace / "notes.txt").exists()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("redirect, code", [(">/dev/full", 1), (">&-", 1), ("2>/dev/full", 0), ("2>&-", 0)])
+def test_output_that_cannot_be_written_ends_in_a_status(workspace, server, redirect, code):
+    """Standard output full or closed: exit 1, said on stderr, no traceback. Standard error full or closed: the
+    run goes on without it, and answers (exit 0)."""
+    server.push(tool_calls(("list_dir", {"path": "."})), "Listed.")
+    done = subprocess.run(f'"{sys.executable}" harness.py --trace t.jsonl "List" {redirect}', shell=True,
+                          cwd=workspace, env=clean_env(**groq_env(server)), capture_output=True, text=True, timeout=30)
+    assert done.returncode == code and "Traceback" not in done.stderr + done.stdout, done.stderr
+    assert trace_records(workspace / "t.jsonl")[-1]["type"] == "end"
+    assert ("Listed." in done.stdout) if code == 0 else ("standard output" in done.stderr)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_trace_fifo_nobody_reads_is_an_error_at_once(workspace, server):
+    """--trace naming a FIFO nobody reads from: one message naming the trace, at once, not a wait for ever."""
+    os.mkfifo(workspace / "pipe")
+    server.push("Hi.")
+    result = run_python(workspace, "harness.py", "--trace", "pipe", "Hi", env=groq_env(server), timeout=10)
+    assert result.returncode == 1 and "trace" in result.stderr and "Traceback" not in result.stderr, result.stderr

@@ -86,19 +86,28 @@ class Trace:
     def __init__(self, path=None):
         self.run, self.file = os.urandom(6).hex(), None
         try:
-            self.file = open(path, "ab", buffering=0) if path else None
+            self.file = open(path, "ab", buffering=0, opener=without_waiting) if path else None
         except OSError as error:
             raise Stop("output_error", f"the trace file {path} cannot be opened: {error.strerror}") from None
 
     def record(self, kind, **fields):
         if self.file:
             fields = {name: capped(value, TRACE_CHARS) for name, value in fields.items()}
-            line = json.dumps({"run": self.run, "type": kind, **fields}) + "\n"
+            line = (json.dumps({"run": self.run, "type": kind, **fields}) + "\n").encode()  # ASCII only
             try:
-                self.file.write(line.encode())  # json.dumps wrote ASCII only
+                while line:  # a write may take only a part (a signal, a file size limit): the rest follows
+                    line = line[self.file.write(line):]
             except OSError as error:
                 self.file = None  # one message is enough
                 raise Stop("output_error", f"the trace could not be written: {error.strerror}") from None
+
+
+def without_waiting(path, flags):
+    """An opener for open(): a FIFO nobody reads from is an error at once (ENXIO), not a wait for ever."""
+    fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0))  # Windows has no FIFOs, and no O_NONBLOCK
+    if hasattr(os, "O_NONBLOCK"):
+        os.set_blocking(fd, True)  # once open, writes wait as usual
+    return fd
 
 
 def capped(value, limit):
@@ -112,10 +121,10 @@ def capped(value, limit):
 def ask_user(question):
     """The default approval: ask on the terminal. Without a terminal, one line is read from standard input, and
     the end of input means no."""
-    print(f"{visible(question)}? [y/N] ", end="", file=sys.stderr, flush=True)
+    write(sys.stderr, f"{visible(question)}? [y/N] ")
     answer = sys.stdin.readline()
     if not sys.stdin.isatty():
-        print(visible(answer.strip()) or "(end of input: no)", file=sys.stderr)  # show what was piped in
+        write(sys.stderr, (visible(answer.strip()) or "(end of input: no)") + "\n")  # show what was piped in
     return answer.strip().lower() in ("y", "yes")
 
 
@@ -277,6 +286,8 @@ def decide_all(settings, result, calls, results):
                 raise ToolError(f"not run: this run may make {settings.limits.max_tool_calls} tool calls, and "
                                 "they are used up.")
             actions.append((call, decide(settings, result, call)))
+        except OutOfTime:  # the deadline came while deciding (a check, a question): the turn ends here
+            raise
         except Exception as error:  # the budget, the contract, the guardrails or the person said no
             results[call.id] = error_result(call, error)
             record_tool(settings, result, call, results[call.id])
@@ -298,6 +309,8 @@ def approved(approve, question):
     """Ask the approver; anything but a plain True (an exception, None, no answer) means no."""
     try:
         return approve(question) is True
+    except OutOfTime:  # the deadline cut the question short: the run ends, nobody said no
+        raise
     except Exception:
         return False
 
@@ -409,14 +422,24 @@ def arguments(argv=None):
 
 
 def say(text="", end="\n"):
-    """Print to standard output what came from a model or a file, made visible. A reader that went away
-    (`| head -c 1`) ends the run cleanly, as output_error."""
+    """Print to standard output what came from a model or a file, made visible. Output that cannot be written
+    (the reader went away, as in `| head -c 1`; a full disk; no standard output) ends the run as output_error."""
+    if not write(sys.stdout, visible(text) + end):
+        raise Stop("output_error", "standard output could not be written: its reader went away, or the disk is full")
+
+
+def write(stream, text):
+    """Write text to sys.stdout or sys.stderr at once. False when it cannot be written; from then on, writes to it
+    go nowhere, so that Python's own last flush stays quiet too."""
+    if stream is None:  # the run began with it closed
+        return False
     try:
-        sys.stdout.write(visible(text) + end)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # later writes, and Python's exit, stay quiet
-        raise Stop("output_error", "standard output was closed before the run ended") from None
+        stream.write(text)
+        stream.flush()
+        return True
+    except OSError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+        return False
 
 
 def main(argv=None):
@@ -437,7 +460,7 @@ def main(argv=None):
         report(result)
     except Stop as stop:
         result.status, result.error = stop.status, stop.error
-        print(f"error: {stop.error}", file=sys.stderr)
+        write(sys.stderr, f"error: {stop.error}\n")
     sys.exit(EXIT_CODES[result.status])
 
 
@@ -446,11 +469,11 @@ def report(result):
     if result.status != "answered":
         say(f"stopped: {result.status.replace('_', ' ')}")
     if result.error:
-        print(f"error: {visible(result.error)}", file=sys.stderr)
+        write(sys.stderr, f"error: {visible(result.error)}\n")
     if result.answer:
         say(result.answer)
-    print(f"{result.status}: {result.steps} steps, {result.tool_calls} tool calls, "
-          f"{result.usage['total_tokens']} tokens, {result.seconds:.1f} s", file=sys.stderr)
+    write(sys.stderr, f"{result.status}: {result.steps} steps, {result.tool_calls} tool calls, "
+                      f"{result.usage['total_tokens']} tokens, {result.seconds:.1f} s\n")
 
 
 if __name__ == "__main__":
