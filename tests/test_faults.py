@@ -184,6 +184,19 @@ def test_output_nobody_reads_still_meets_the_deadline(workspace, server):
 
 
 @pytest.mark.phase(5)
+def test_a_stream_nobody_reads_still_meets_the_deadline(workspace, server):
+    """--stream whose text fills a pipe nobody reads, under --deadline 2: the write blocks in the thread that reads
+    the stream, and the run still ends on time, status deadline."""
+    server.push({"content": "word " * 60_000})
+    started = time.monotonic()
+    process = subprocess.Popen([sys.executable, "harness.py", "--trace", "t.jsonl", "--stream", "--deadline", "2",
+                                "Say"], cwd=workspace, env=clean_env(**groq_env(server)),
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert process.wait(10) == 3 and time.monotonic() - started < 3.5, time.monotonic() - started
+    assert trace_records(workspace / "t.jsonl")[-1]["status"] == "deadline"
+
+
+@pytest.mark.phase(5)
 def test_sigterm_ends_a_run_whose_output_is_blocked(workspace, server):
     """SIGTERM while standard output is blocked: the run ends at once (143), interrupted, its trace complete."""
     process = blocked_run(workspace, server)

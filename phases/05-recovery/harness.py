@@ -600,8 +600,8 @@ def main(argv=None):
                  on_text=(lambda text: say(text, end="")) if args.stream else None,
                  on_call=lambda step, name, arguments: say(f"[{step}] {name} {arguments}"), on_note=note,
                  started=STARTED)
-    if received:
-        ring_from(time.monotonic() + BACKSTOP)  # asked to stop: the report may not hold the exit up
+    if received or result.status == "deadline":  # the time is up: the report may not hold the exit up
+        leave_after(BACKSTOP, exit_code(result, received))
     try:
         report(result, streamed=args.stream)
     except Stop as stop:
@@ -615,6 +615,14 @@ def main(argv=None):
 
 def exit_code(result, received):
     return SIGNAL_EXIT.get(received[0], 130) if received else EXIT_CODES[result.status]
+
+
+def leave_after(seconds, code):
+    """End the process with code in `seconds`, from a thread of its own: a write that blocks while a helper thread
+    holds the output's lock (a stream's text, its reader gone) is one the main thread cannot cut short."""
+    timer = threading.Timer(seconds, os._exit, [code])
+    timer.daemon = True  # an exit that comes sooner does not wait for it
+    timer.start()
 
 
 def report(result, streamed=False):
