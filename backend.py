@@ -256,13 +256,12 @@ def completion(message, finish, usage):
     """The reply as the SDK's ChatCompletion, if it is one: a message with text content and tool calls of type
     function; else BrokenReply, saying what is wrong. What some servers send differently is mended first:
     content as a list of parts, arguments as an object, lone surrogates, a missing or number id (the harness
-    gives it one), an unknown finish_reason, usage that does not count; a reply longer than MAX_REPLY_CHARS is
-    cut and marked length."""
+    gives it one), usage that does not count; a finish_reason the SDK does not know ("error", "model_length")
+    counts as length, not finished; a reply longer than MAX_REPLY_CHARS is cut and marked length."""
     if not isinstance(message, dict):
         raise BrokenReply(f"the server answered without a message: {str(message)[:200]}")
     message = {**message, "role": "assistant", "content": text(message.get("content"))}
-    calls = message.get("tool_calls") or []
-    calls = calls if isinstance(calls, list) else [calls]
+    calls = listed(message.get("tool_calls"), "tool_calls")
     for call in calls:
         function = call.get("function") if isinstance(call, dict) else None
         if (not isinstance(function, dict) or call.get("type") != "function"
@@ -278,14 +277,22 @@ def completion(message, finish, usage):
     counted = isinstance(usage, dict) and all(isinstance(usage.get(key), int) for key in
                                               ("prompt_tokens", "completion_tokens", "total_tokens"))
     known = ("stop", "length", "tool_calls", "content_filter")  # the values the SDK's type allows
+    finish = finish if finish in known or finish is None else "length"  # "error", "model_length": not finished
     try:
         return sdk().types.chat.ChatCompletion.model_validate({
             "id": "reply", "object": "chat.completion", "created": 0, "model": "",
             "choices": [{"index": 0, "message": {**message, "tool_calls": calls or None},
-                         "finish_reason": finish if finish in known else "stop"}],
+                         "finish_reason": finish or "stop"}],
             "usage": usage if counted else None})
     except ValueError as error:  # pydantic's ValidationError: a field of the wrong type
         raise BrokenReply(f"the reply is not a chat completion: {str(error)[:300]}") from None
+
+
+def listed(value, field):
+    """A field that must be a list (or absent: then []); anything else is a BrokenReply."""
+    if not isinstance(value or [], list):
+        raise BrokenReply(f"{field} is not a list: {str(value)[:200]}")
+    return value or []
 
 
 def text(content):
@@ -294,7 +301,7 @@ def text(content):
     Example: [{"type": "text", "text": "hi"}] -> "hi";  "a\\ud800b" -> "a?b"
     """
     if isinstance(content, list):
-        content = "".join(part.get("text") or "" if isinstance(part, dict) else str(part) for part in content)
+        content = "".join(str(part.get("text") or "") if isinstance(part, dict) else str(part) for part in content)
     if content is None or isinstance(content, str) and content.isascii():
         return content
     return str(content).encode("utf-8", errors="replace").decode("utf-8")
@@ -351,7 +358,7 @@ def assemble(stream, on_text):
     try:
         for chunk in chunks(stream):
             usage = chunk.get("usage") or usage
-            for choice in chunk.get("choices") or []:
+            for choice in listed(chunk.get("choices"), "choices"):
                 if not isinstance(choice, dict) or not isinstance(choice.get("delta") or {}, dict):
                     raise BrokenReply(f"a stream chunk that is no chunk: {str(chunk)[:200]}")
                 if choice.get("index", 0) != 0:
@@ -362,7 +369,7 @@ def assemble(stream, on_text):
                     parts[field] += piece
                     if field == "content" and piece:
                         on_text(piece)
-                for part in delta.get("tool_calls") or []:
+                for part in listed(delta.get("tool_calls"), "tool_calls"):
                     add_piece(calls, part)
                 finish = choice.get("finish_reason") or finish
     except BrokenReply:
@@ -448,7 +455,7 @@ def asked_wait(headers):
 
             try:
                 seconds = parsedate_to_datetime(value).timestamp() - time.time()
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):  # OverflowError: a year or zone too big
                 continue
         if 0 < seconds < math.inf:
             return seconds

@@ -327,6 +327,28 @@ CASES = {
                    "Read it."],
         "expect": {"status": "answered", "exit": 0, "requests": 2, "results": ["buy milk"], "answer": "Read it."}},
 
+    "stream_choices_that_are_no_list_then_answered": {
+        "task": "Say hi", "args": ["--stream"],
+        "script": [{"events": [{**chunk({}), "choices": 5}, chunk({}, "stop")]}, "Hi."],
+        "expect": {"status": "answered", "exit": 0, "requests": 2, "stderr": "choices is not a list"}},
+    "stream_tool_calls_that_are_no_list_then_answered": {
+        "task": "Say hi", "args": ["--stream"],
+        "script": [{"events": [chunk({"tool_calls": 5}), chunk({}, "tool_calls")]}, "Hi."],
+        "expect": {"status": "answered", "exit": 0, "requests": 2, "stderr": "tool_calls is not a list"}},
+    "content_parts_holding_numbers_are_text": {
+        "task": "Say hi",
+        "script": [{"message": {"role": "assistant", "content": [{"type": "text", "text": 42}]}}],
+        "expect": {"status": "answered", "exit": 0, "requests": 1, "answer": "42"}},
+    "retry_after_date_too_big_is_a_backoff": {
+        "task": "Say hi",
+        "script": [{"status": 429, "headers": {"retry-after": "Sun, 06 Nov 1994 08:49:37 +99999999999999"},
+                    "body": error("busy")}, "Hi."],
+        "expect": {"status": "answered", "exit": 0, "requests": 2, "seconds": 4}},
+    "unknown_finish_reason_is_not_finished": {
+        "task": "Explain",
+        "script": [{"content": "The three causes are: first, the", "finish_reason": "model_length"}],
+        "expect": {"status": "incomplete", "exit": 4, "stdout": "The three causes are"}},
+
     # Endings that say what happened.
     "content_filter_is_its_own_ending": {
         "task": "Say something",
