@@ -238,9 +238,45 @@ def test_output_that_cannot_be_written_ends_in_a_status(workspace, server, redir
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
-def test_a_trace_fifo_nobody_reads_is_an_error_at_once(workspace, server):
-    """--trace naming a FIFO nobody reads from: one message naming the trace, at once, not a wait for ever."""
+@pytest.mark.parametrize("reader", [False, True], ids=["nobody-reads", "a-reader-that-stalls"])
+def test_a_trace_that_is_no_regular_file_is_an_error_at_once(workspace, server, reader):
+    """--trace naming a FIFO, whether nobody reads it or a reader holds it open and never reads (a write could
+    then wait past any deadline): one message naming the trace, at once."""
     os.mkfifo(workspace / "pipe")
-    server.push("Hi.")
-    result = run_python(workspace, "harness.py", "--trace", "pipe", "Hi", env=groq_env(server), timeout=10)
+    held = os.open(workspace / "pipe", os.O_RDONLY | os.O_NONBLOCK) if reader else None
+    server.push("Hi." * 50_000)
+    try:
+        result = run_python(workspace, "harness.py", "--trace", "pipe", "Hi", env=groq_env(server), timeout=10)
+    finally:
+        held is None or os.close(held)
     assert result.returncode == 1 and "trace" in result.stderr and "Traceback" not in result.stderr, result.stderr
+    assert "regular file" in result.stderr or "No such device" in result.stderr, result.stderr
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="file names there are always text")
+def test_a_file_name_that_is_not_utf8_leaves_a_history_that_continues(harness, server, workspace):
+    """A file named in bytes that are not UTF-8 (caf\\xe9.txt): the listing reaches the model with the byte
+    replaced, the request goes out, and the history continues."""
+    os.close(os.open(os.path.join(os.fsencode(workspace), b"caf\xe9.txt"), os.O_CREAT | os.O_WRONLY))
+    server.push(tool_calls(("list_dir", {"path": "."})), "Listed.")
+    result = harness.run("List", backend=scripted_backend(server))
+    assert result.status == "answered" and "caf" in result.messages[-2]["content"], result
+    continues(harness, server, result)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="arguments there are always text")
+def test_a_task_in_bytes_that_are_not_utf8_is_sent(workspace, server):
+    """A task typed in another encoding (a byte that is not UTF-8): sent with the byte replaced, answered."""
+    server.push("Hi.")
+    done = subprocess.run([sys.executable, "harness.py", b"Say \xff hi"], cwd=workspace, capture_output=True,
+                          env=clean_env(**groq_env(server)), timeout=30)
+    assert done.returncode == 0 and len(server.requests) == 1, done.stderr.decode(errors="replace")
+
+
+def test_output_the_terminal_cannot_encode_is_spelled_out(workspace, server):
+    """Standard output in ASCII (PYTHONIOENCODING=ascii) and an answer that is not: printed with the character
+    spelled out, exit 0, no traceback."""
+    server.push("Caf\u00e9 \u2713")
+    done = subprocess.run([sys.executable, "harness.py", "Say"], cwd=workspace, capture_output=True, text=True,
+                          env=clean_env(**groq_env(server), PYTHONIOENCODING="ascii"), timeout=30)  # a new interpreter
+    assert done.returncode == 0 and "Caf\\xe9" in done.stdout and "Traceback" not in done.stderr, done.stderr

@@ -7,6 +7,7 @@ everything the model wrote is shown with its control characters spelled out.
 """
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -121,7 +122,10 @@ def error_result(call, error):
 
 
 def capped(value, limit):
-    """A text of at most limit characters: when longer, cut, with a note of how much was cut."""
+    """A text any API takes, of at most limit characters: when longer, cut, with a note of how much was cut; a lone
+    surrogate (from a file name that is not UTF-8) replaced."""
+    if isinstance(value, str) and not value.isascii():
+        value = value.encode("utf-8", errors="replace").decode("utf-8")
     if isinstance(value, str) and len(value) > limit:
         kept = limit - NOTE_ROOM
         return value[:kept] + f"[... {len(value) - kept} more characters cut]"
@@ -145,6 +149,7 @@ def main():
     if not Path(args.workspace).is_dir():
         parser.error(f"--workspace {args.workspace}: no such directory")
     guards.WORKSPACE = Path(args.workspace).resolve()
+    os.chdir(guards.WORKSPACE)  # so a path means the same to the checks and to a command (/proc/self/cwd/..)
     if args.sandbox and (problem := shell.sandbox_problem()):
         sys.exit(f"error: {problem}")
     shell.SANDBOX = args.sandbox

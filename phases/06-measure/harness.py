@@ -10,9 +10,11 @@ import time
 STARTED = time.monotonic()  # --deadline counts from here: the imports below take most of a second
 
 import argparse
+import errno
 import json
 import os
 import signal
+import stat
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -98,7 +100,7 @@ class Trace:
     def __init__(self, path=None):
         self.run, self.file = os.urandom(6).hex(), None
         try:
-            self.file = open(path, "ab", buffering=0, opener=without_waiting) if path else None
+            self.file = open(path, "ab", buffering=0, opener=regular_file) if path else None
         except OSError as error:
             raise Stop("output_error", f"the trace file {path} cannot be opened: {error.strerror}") from None
 
@@ -114,16 +116,21 @@ class Trace:
                 raise Stop("output_error", f"the trace could not be written: {error.strerror}") from None
 
 
-def without_waiting(path, flags):
-    """An opener for open(): a FIFO nobody reads from is an error at once (ENXIO), not a wait for ever."""
-    fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0))  # Windows has no FIFOs, and no O_NONBLOCK
-    if hasattr(os, "O_NONBLOCK"):
-        os.set_blocking(fd, True)  # once open, writes wait as usual
+def regular_file(path, flags):
+    """An opener for open() that opens regular files only: a write to a FIFO or a terminal can wait for ever, past
+    any deadline, and so can opening a FIFO nobody reads (hence O_NONBLOCK, which Windows does without)."""
+    fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "it is not a regular file (a pipe or a device could hold the run up)")
     return fd
 
 
 def capped(value, limit):
-    """A text of at most limit characters: when longer, cut, with a note of how much was cut."""
+    """A text any API takes, of at most limit characters: when longer, cut, with a note of how much was cut; a lone
+    surrogate (from a file name that is not UTF-8) replaced."""
+    if isinstance(value, str) and not value.isascii():
+        value = value.encode("utf-8", errors="replace").decode("utf-8")
     if isinstance(value, str) and len(value) > limit:
         kept = limit - NOTE_ROOM
         return value[:kept] + f"[... {len(value) - kept} more characters cut]"
@@ -509,6 +516,7 @@ def arguments(argv=None):
     parser.add_argument("--trace", metavar="FILE", help="append a JSONL trace of the run to FILE")
     parser.add_argument("--stream", action="store_true", help="print the model's text as it arrives")
     args = parser.parse_args(argv)
+    args.task = args.task.encode("utf-8", "surrogateescape").decode("utf-8", errors="replace")  # bytes not UTF-8
     if not args.task.strip():
         parser.error("the task is empty: say what you want done")
     if not Path(args.workspace).is_dir():
@@ -571,12 +579,16 @@ def catch_signals():
         if WAITING:
             raise OutOfTime(f"the time was up while the run waited for {WAITING[-1]}")
 
-    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), handler)
+    on_signals(handler)
     if hasattr(signal, "SIGALRM"):
         signal.signal(signal.SIGALRM, clock)
     return received
+
+
+def on_signals(handler):
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), handler)
 
 
 def ring_from(moment):
@@ -587,8 +599,13 @@ def ring_from(moment):
 
 
 def main(argv=None):
+    for stream in (sys.stdout, sys.stderr):  # a character the terminal cannot show is spelled out, not an error
+        if stream is not None:
+            stream.reconfigure(errors="backslashreplace")
     args = arguments(argv)
     guards.WORKSPACE = Path(args.workspace).resolve()
+    args.trace = args.trace and os.path.abspath(args.trace)
+    os.chdir(guards.WORKSPACE)  # so a path means the same to the checks and to a command (/proc/self/cwd/..)
     if args.sandbox and (problem := shell.sandbox_problem()):
         sys.exit(f"error: {problem}")
     shell.SANDBOX = args.sandbox
@@ -615,6 +632,7 @@ def main(argv=None):
     except (KeyboardInterrupt, OutOfTime):  # a signal, or the terminal blocked past the time: leave, not wait
         os._exit(exit_code(result, received))
     ring_from(None)  # Python's exit puts back the default SIGALRM action, which would kill the process
+    on_signals(signal.SIG_IGN)  # the run is over and said so: a late signal changes nothing
     sys.exit(exit_code(result, received))
 
 
