@@ -349,6 +349,23 @@ CASES = {
         "script": [{"content": "The three causes are: first, the", "finish_reason": "model_length"}],
         "expect": {"status": "incomplete", "exit": 4, "stdout": "The three causes are"}},
 
+    "stream_events_with_ids_comments_and_pings": {
+        "task": "Say hi", "args": ["--stream"],
+        "script": [{"events": [f"id: 1\ndata: {json.dumps(chunk({'content': 'Hello'}))}\n\n", ": keep-alive\n\n",
+                               "event: ping\n\n", "retry: 3000\n\n",
+                               f"id: 2\nevent: message\ndata: {json.dumps(chunk({'content': ' world.'}))}\n\n",
+                               f"id: 3\ndata: {json.dumps(chunk({}, 'stop'))}\n\n"]}],
+        "expect": {"status": "answered", "exit": 0, "requests": 1, "answer": "Hello world."}},
+    "stream_starting_with_a_byte_order_mark": {
+        "task": "Say hi", "args": ["--stream"],
+        "script": [{"events": [f"\ufeffdata: {json.dumps(chunk({'content': 'Hello'}))}\n\n",
+                               chunk({"content": " world."}), chunk({}, "stop")]}],
+        "expect": {"status": "answered", "exit": 0, "requests": 1, "answer": "Hello world."}},
+    "endless_stream_is_cut": {
+        "task": "Write a lot", "args": ["--stream"],
+        "script": [{"events": [chunk({"content": "x" * 100_000})] * 30 + [chunk({}, "stop")]}],
+        "expect": {"status": "incomplete", "exit": 4, "trace_under": 200_000}},
+
     # Endings that say what happened.
     "content_filter_is_its_own_ending": {
         "task": "Say something",

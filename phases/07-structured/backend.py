@@ -357,6 +357,9 @@ def assemble(stream, on_text):
     parts, calls, finish, usage = {"content": "", "refusal": ""}, [], None, None
     try:
         for chunk in chunks(stream):
+            if len(parts["content"]) + sum(len(call["function"]["arguments"]) for call in calls) > MAX_REPLY_CHARS:
+                finish = "length"  # enough: completion() cuts it, and reading on would only fill memory
+                break
             usage = chunk.get("usage") or usage
             for choice in listed(chunk.get("choices"), "choices"):
                 if not isinstance(choice, dict) or not isinstance(choice.get("delta") or {}, dict):
@@ -383,21 +386,46 @@ def assemble(stream, on_text):
 
 
 def chunks(stream):
-    """The stream's chunks, as JSON objects; whatever breaks the stream itself (a dropped connection, bad JSON, a
-    chunk that is no object) is a BrokenReply. An error event keeps its type: it carries the provider's words."""
-    iterator = iter(stream)
+    """The stream's chunks, as JSON objects, read from its events (see events()) rather than through the SDK,
+    which takes the blank line after an `id:` line for an event and fails on it. Whatever breaks the stream (a
+    dropped connection, bad JSON, a chunk that is no object) is a BrokenReply; an error the provider sends in
+    the stream is an APIError, as the SDK raises it, with the provider's own words."""
+    try:
+        for data in events(stream.response.iter_lines()):
+            if data == "[DONE]":
+                return
+            try:
+                chunk = json.loads(data)
+            except (ValueError, RecursionError) as error:
+                raise BrokenReply(f"a stream chunk that is not JSON ({str(error)[:100]})") from None
+            if not isinstance(chunk, dict):
+                raise BrokenReply(f"a stream chunk that is no chunk: {str(chunk)[:200]}")
+            if chunk.get("error"):
+                said = chunk["error"].get("message") if isinstance(chunk["error"], dict) else chunk["error"]
+                raise sdk().APIError(str(said), stream.response.request, body=chunk["error"])
+            yield chunk
+    finally:
+        stream.response.close()
+
+
+def events(lines):
+    """The data of each server-sent event, read as the SSE standard says: the `data:` lines up to a blank line are
+    one event (joined by line breaks); comments and `id:`, `event:` and `retry:` lines carry no data, and an
+    event without data is none. A reading that breaks (a dropped connection) is a BrokenReply."""
+    data = []
     while True:
         try:
-            chunk = plain(next(iterator))
-        except StopIteration:
-            return
-        except sdk().APIError:
-            raise
-        except Exception as error:  # the SDK raises whatever it met: httpx's errors, json's, ...
+            line = next(lines, None)
+        except Exception as error:  # the HTTP library raises whatever it met
             raise BrokenReply(f"the stream broke off: {str(error)[:200]}") from None
-        if not isinstance(chunk, dict):
-            raise BrokenReply(f"a stream chunk that is no chunk: {str(chunk)[:200]}")
-        yield chunk
+        if line is None or not line:  # the end, or a blank line: an event is complete
+            if data:
+                yield "\n".join(data)
+            data = []
+            if line is None:
+                return
+        elif line.lstrip("\ufeff").startswith("data:"):  # a byte order mark may come first
+            data.append(line.lstrip("\ufeff")[5:].removeprefix(" "))
 
 
 def add_piece(calls, part):
