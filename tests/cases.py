@@ -211,6 +211,11 @@ CASES = {
         "task": "Say hi",
         "script": [{"status": 503, "headers": {"retry-after": "-5"}, "body": error("busy")}, "Hi."],
         "expect": {"status": "answered", "exit": 0, "requests": 2, "seconds": 3}},
+    "a_wait_too_long_is_named_in_the_message": {
+        "task": "Say hi",
+        "script": [{"status": 429, "headers": {"retry-after": "3600"}, "body": error("Rate limit reached")}],
+        "expect": {"status": "provider_error", "exit": 1, "requests": 1, "stderr": "a wait of 3600 s",
+                   "stderr_lacks": "wait a minute"}},
     "http_date_retry_after_is_honoured": {
         "task": "Say hi",
         "script": lambda: [{"status": 429, "headers": {"retry-after": in_two_seconds()}, "body": error("busy")}, "Hi."],
@@ -226,6 +231,12 @@ CASES = {
         "script": [{"tool_calls": [call("run_shell", {"command": "sleep 1; echo once"}, id=f"s{n}")
                                    for n in range(3)]}, "Slept."],
         "expect": {"status": "answered", "exit": 0, "results": ["once", "once", "once"], "seconds": 4}},
+    "same_call_spelled_otherwise_is_the_same_call": {
+        "task": "Read notes.txt",
+        "script": [READ, {"tool_calls": [call("read_file", {"path": "./notes.txt"})]},
+                   {"tool_calls": [call("read_file", {"path": "notes.txt", "offset": 1, "limit": 200})]},
+                   {"tool_calls": [call("read_file", {"limit": 200, "path": "sub/../notes.txt"})]}],
+        "expect": {"status": "repeated", "exit": 3, "requests": 4}},
     "same_call_with_other_spacing_is_the_same_call": {
         "task": "Read notes.txt",
         "script": [READ, {"tool_calls": [call("read_file", '{ "path" :"notes.txt" }')]},

@@ -499,6 +499,10 @@ def explain(error, backend, streamed=False):
         429: "You hit the provider's rate limit, and retrying did not help: wait a minute, or use a smaller model.",
     }.get(status, "The provider had a problem: try again in a minute." if status >= 500
           else "The server did not accept the request as it was built: see Troubleshooting in the lesson.")
+    asked = asked_wait(getattr(getattr(error, "response", None), "headers", None) or {})
+    if asked is not None and asked > MAX_WAIT:  # the provider's own wish, too long to wait here
+        fix = (f"The provider asked for a wait of {asked:.0f} s, longer than MAX_WAIT ({MAX_WAIT} s), so this run "
+               "did not wait: try again after that.")
     if body.get("code") == "tool_use_failed":  # Groq: the model wrote a call it could not parse
         fix = (f"The model wrote: {body.get('failed_generation')!r}. Run again or try another model, and send the "
                "tools on every request.")

@@ -25,7 +25,7 @@ import guards
 import shell
 from backend import BACKENDS, BackendError, OutOfTime, chat, choose
 from guards import ToolError, visible
-from tools import MAX_CHARS, NOTE_ROOM, TOOLS, check_call, plan
+from tools import MAX_CHARS, NOTE_ROOM, SCHEMAS, TOOLS, BadCall, check_call, plan
 
 MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
 MAX_TOOL_CALLS = 30  # tool calls per task, refused ones included
@@ -353,14 +353,21 @@ def repeats(settings, calls):
 
 
 def meaning(call):
-    """A call as (name, arguments in one spelling).
+    """A call as (name, arguments in one spelling): the arguments parsed, the schema's defaults filled in, a path
+    written plainly. A call that breaks its tool's contract means what it says.
 
-    Example: read_file '{"path":"a"}' -> ("read_file", '{"path": "a"}')
+    Example: read_file '{"path":"./a", "offset": 1}' -> ("read_file", '{"limit": 200, "offset": 1, "path": "a"}')
     """
+    name = call.function.name
     try:
-        return call.function.name, json.dumps(json.loads(call.function.arguments or "{}"), sort_keys=True)
-    except (ValueError, RecursionError):
-        return call.function.name, call.function.arguments
+        args = check_call(name, call.function.arguments)
+    except BadCall:
+        return name, call.function.arguments
+    defaults = {arg: part["default"] for arg, part in SCHEMAS[name]["properties"].items() if "default" in part}
+    args = {**defaults, **args}
+    if isinstance(args.get("path"), str):
+        args["path"] = os.path.normpath(args["path"])
+    return name, json.dumps(args, sort_keys=True)
 
 
 def decide_all(settings, result, calls, same, told, results):
