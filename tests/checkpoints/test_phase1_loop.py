@@ -20,7 +20,8 @@ def tool_results(request):
 
 
 def shown(result):
-    return f"\n--- python harness.py printed ---\n{result.stdout}{result.stderr}---"
+    return (f"\n--- python harness.py printed, on standard output ---\n{result.stdout}"
+            f"--- and on standard error ---\n{result.stderr}---")
 
 
 def harness(workspace, *args, env=None, input=""):
@@ -125,7 +126,8 @@ def test_the_step_limit_stops_a_model_that_never_answers(workspace, server, load
                   for n in range(max_steps + 1)])
     result = harness(workspace, "Loop forever", env=groq_env(server))
     assert len(server.requests) == max_steps, f"{len(server.requests)} requests for MAX_STEPS = {max_steps}"
-    assert result.returncode == 3 and "stopped:" in result.stdout and "step limit" in result.stdout, shown(result)
+    assert result.returncode == 3 and "stopped:" in result.stdout and "step limit" in result.stdout, \
+        "exit 3, and `stopped: hit the step limit ...` printed on standard output (print(), not stderr)" + shown(result)
 
 
 def test_the_command_line_needs_a_task_and_a_usable_backend(workspace):
