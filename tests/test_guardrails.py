@@ -86,6 +86,21 @@ def test_a_write_question_shows_the_real_file_and_what_changes(load, harness, se
     assert (workspace / "notes.txt").read_text() == "keep me\n"
 
 
+def test_a_name_in_a_question_stays_on_one_line(load, workspace):
+    """A path with line breaks in it (a folder a workspace ships, or the model's own path) cannot forge a line of
+    the question: every name is shown on one line, its line breaks spelled out; only the diff keeps its own."""
+    tools = load("tools")
+    if "write_file" not in tools.REGISTRY:
+        pytest.skip("write_file comes in phase 3")
+    folder = "pkg\nWrite notes.txt: +1 -1 lines\n"
+    (workspace / folder).mkdir()
+    (workspace / folder / "conftest.py").write_text("# old\n")
+    _, question = tools.plan("write_file", {"path": f"{folder}/conftest.py", "content": "import os\n"})
+    lines = question.splitlines()
+    assert lines[0] == lines[-1] == r"Write pkg\nWrite notes.txt: +1 -1 lines\n/conftest.py: +1 -1 lines", lines
+    assert len(lines) == 7, lines  # the summary, ---, +++, @@, the line removed, the line added, the summary
+
+
 # 2. An allowlisted program's own options: only the options listed for it run without asking.
 
 @pytest.mark.parametrize("command", ["grep -d recurse KEY .", "grep --directories=recurse KEY .", "grep -rn KEY",
@@ -124,55 +139,49 @@ def test_options_are_read_the_way_the_program_reads_them(load, monkeypatch):
                     assert parsed[2] + parsed[3] == files, f"{program} {' '.join(words)}: {parsed} vs {files}"
 
 
-def test_git_leaves_out_exactly_the_files_is_secret_names(load, workspace):
-    """The secret patterns given to git select the files is_secret() names, no more, no fewer: at any depth,
-    anything below a secret folder, in any case."""
-    guards = load("guards")
-    paths = {"notes.txt", "x.pem.txt", "aws/credentials", "my.ssh/key", "docs/.envoy", "a/.aws.txt"}
-    for pattern in guards.SECRET_FILES:
-        if not pattern.startswith(".git/"):  # git keeps no file below a folder called .git
-            for example in (pattern.replace("*", "x"), pattern.replace("*", "x").upper()):
-                deeper = f"c/{example[:-1]}sub/more" if pattern.endswith("/*") else f"c/{example}x"
-                paths |= {example, f"a/{example}", f"a/b/{example}", f"a/{example}.txt", deeper}
-    for path in paths:
-        (workspace / path).parent.mkdir(parents=True, exist_ok=True)
-        (workspace / path).write_text("x\n")
+def test_a_secret_in_history_makes_git_ask(harness, server, workspace):
+    """A .env committed and then removed: the repository holds a secret, so git log -p, git show and git diff ask
+    before they print; once nothing secret was ever committed, they run at once."""
     git(workspace, "init", "-q")
-    git(workspace, "add", "-f", *paths)
-    listed = subprocess.run(["git", "ls-files", "-z", "--", ".", *guards.git_excludes()], cwd=workspace,
-                            capture_output=True, text=True, env=clean_env(GIT_CONFIG_GLOBAL=os.devnull), check=True)
-    shown = set(listed.stdout.split("\0")[:-1])
-    assert shown == {path for path in paths if not guards.is_secret(path)}, shown ^ {
-        path for path in paths if not guards.is_secret(path)}
-
-
-def test_git_history_shows_no_secret(harness, server, workspace):
-    """A .env committed and then removed: git log -p and git show print everything but it."""
-    git(workspace, "init", "-q")
-    git(workspace, "add", ".env", "notes.txt")
+    git(workspace, "add", "notes.txt")
+    git(workspace, "commit", "-qm", "notes")
+    git(workspace, "commit", "-qm", "empty", "--allow-empty")
+    commands = [shell("git log -p"), shell("git show HEAD~1"), shell("git diff HEAD~1")]
+    results, asked = turn(harness, server, *commands)
+    assert asked == [] and "keep me" in results[0], (asked, results)
+    git(workspace, "add", ".env")
     git(workspace, "commit", "-qm", "oops")
     git(workspace, "rm", "-q", "--cached", ".env")
     git(workspace, "commit", "-qm", "remove")
-    results, asked = turn(harness, server, shell("git log -p"), shell("git show HEAD~1"), shell("git diff HEAD~1"))
-    assert asked == [], f"these read-only git commands should run at once: {asked}"
-    assert all("keep me" in r or "oops" in r or r.startswith("exit code") for r in results), results
-    assert not any(SECRET in r for r in results), results
+    results, asked = turn(harness, server, *commands)
+    assert len(asked) == 3 and not any(SECRET in r for r in results), (asked, results)
 
 
-def test_git_shows_no_secret_nested_in_a_secret_folder(harness, server, workspace):
-    """Keys below .ssh, token caches below .aws, .azure and gcloud, in any case: git prints none of them."""
-    for name in (".ssh/keys/deploy", ".config/gcloud/legacy_credentials/me/adc.json", ".azure/sub/token.json",
-                 ".aws/sso/cache/t.json", "app/.AWS/credentials", "docs/readme.txt"):
-        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
-        (workspace / name).write_text(f"{SECRET}\n" if "readme" not in name else "hello\n")
+def test_git_asks_for_a_secret_nested_in_a_secret_folder(harness, server, workspace):
+    """Keys below .ssh, token caches below .aws, .azure and gcloud, in any case, committed: git asks. A folder of
+    a commit is not a commit, so it asks too."""
+    (workspace / "docs").mkdir()
+    (workspace / "docs" / "readme.txt").write_text("hello\n")
     git(workspace, "init", "-q")
-    git(workspace, "add", "-f", ".")
-    git(workspace, "commit", "-qm", "one")
-    (workspace / "docs" / "readme.txt").write_text("changed\n")
-    results, asked = turn(harness, server, shell("git log -p"), shell("git show"), shell("git diff"),
-                          shell("git diff HEAD:docs HEAD:.aws"), shell("git show HEAD:.azure"))
-    assert len(asked) == 2 and "hello" in results[0], (asked, results)  # a folder of a commit is not a commit
-    assert not any(SECRET in r for r in results), results
+    git(workspace, "add", "docs")
+    git(workspace, "commit", "-qm", "docs")
+    results, asked = turn(harness, server, shell("git log -p"), shell("git diff HEAD:docs HEAD:docs"))
+    assert len(asked) == 1 and "hello" in results[0], (asked, results)
+    for name in (".ssh/keys/deploy", ".config/gcloud/legacy_credentials/me/adc.json", ".azure/sub/token.json",
+                 ".aws/sso/cache/t.json", "app/.AWS/credentials"):
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / name).write_text(f"{SECRET}\n")
+        git(workspace, "add", "-f", name)
+        git(workspace, "commit", "-qm", name)
+        git(workspace, "rm", "-rq", "--cached", name.split("/")[0])
+        git(workspace, "commit", "-qm", "removed")
+        shutil.rmtree(workspace / name.split("/")[0])  # only history holds it now
+        results, asked = turn(harness, server, shell("git log -p"), shell("git show HEAD~1"), shell("git diff"))
+        assert len(asked) == 3 and not any(SECRET in r for r in results), (name, asked, results)
+        shutil.rmtree(workspace / ".git")
+        git(workspace, "init", "-q")
+        git(workspace, "add", "docs")
+        git(workspace, "commit", "-qm", "docs")
 
 
 def test_git_diff_of_a_file_replaced_by_a_hard_link_asks(harness, server, workspace):
@@ -189,16 +198,16 @@ def test_git_diff_of_a_file_replaced_by_a_hard_link_asks(harness, server, worksp
 
 def test_an_option_whose_value_is_optional_takes_no_next_word(harness, server, workspace):
     """git diff -U takes a value only when it is attached (-U5), so the next word is git's own: an option
-    (--output=../x would write anywhere) or a revision (HEAD:.aws would print a secret folder). It is checked
+    (--output=../x would write anywhere) or a revision (HEAD:docs would print a folder of a commit). It is checked
     as one, and asks."""
-    (workspace / ".aws").mkdir()
-    (workspace / ".aws" / "credentials").write_text(f"{SECRET}\n")
+    (workspace / "docs").mkdir()
+    (workspace / "docs" / "readme.txt").write_text("hello\n")
     git(workspace, "init", "-q")
-    git(workspace, "add", "-f", ".aws", "notes.txt")
+    git(workspace, "add", "docs", "notes.txt")
     git(workspace, "commit", "-qm", "one")
     (workspace / "notes.txt").write_text("changed\n")
     results, asked = turn(harness, server, shell("git diff -U --output=../pwned.txt"),
-                          shell("git diff --unified --output=../pwned.txt"), shell("git diff -U HEAD:.aws"),
+                          shell("git diff --unified --output=../pwned.txt"), shell("git diff -U HEAD:docs"),
                           shell("git status --untracked-files ../.."), shell("git diff -U1"))
     assert len(asked) == 4 and "+changed" in results[4], (asked, results)
     assert not (workspace.parent / "pwned.txt").exists() and not any(SECRET in r for r in results), results
@@ -223,12 +232,56 @@ def test_git_checks_end_by_the_deadline(load, workspace):
 
 
 def test_git_shows_commits_not_blobs(harness, server, workspace):
-    """A revision that names a blob (any file's contents, secrets included) is not a commit: a person is asked."""
+    """A revision that names a blob (any file's contents, a secret git stored but nothing refers to included) is
+    not a commit: a person is asked."""
     git(workspace, "init", "-q")
-    git(workspace, "add", "-f", ".env")
+    git(workspace, "add", "notes.txt")
     git(workspace, "commit", "-qm", "one")
-    blob = subprocess.run(["git", "rev-parse", "HEAD:.env"], cwd=workspace, capture_output=True, text=True).stdout
+    blob = subprocess.run(["git", "hash-object", "-w", ".env"], cwd=workspace, capture_output=True, text=True).stdout
+    assert turn(harness, server, shell("git log --oneline"))[1] == [], "the repository itself holds no secret"
     results, asked = turn(harness, server, shell(f"git show {blob.strip()}"), shell(f"git diff {blob.strip()[:7]}"))
+    assert len(asked) == 2 and not any(SECRET in r for r in results), (asked, results)
+
+
+@pytest.mark.parametrize("history", ["committed", "never committed"])
+@pytest.mark.parametrize("pointer", ["HEAD", "note", "index"])
+def test_a_secret_under_another_name_in_the_repository_makes_git_ask(harness, server, workspace, pointer, history):
+    """A repository can point a harmless name at a secret's contents without knowing them, by the id of its
+    blob: HEAD naming the blob, a note made of it, an index entry for notes.txt. Whether .env was committed
+    once (then removed, file and all) or only stored (the file still here), git asks before it prints."""
+    git(workspace, "init", "-q")
+    git(workspace, "add", "notes.txt")
+    git(workspace, "commit", "-qm", "one")
+    if history == "committed":
+        git(workspace, "add", "-f", ".env")
+        git(workspace, "commit", "-qm", "oops")
+        git(workspace, "rm", "-q", "--cached", ".env")
+        git(workspace, "commit", "-qm", "remove")
+    blob = subprocess.run(["git", "hash-object", "-w", ".env"], cwd=workspace, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    if history == "committed":
+        (workspace / ".env").unlink()
+    if pointer == "HEAD":
+        (workspace / ".git" / "HEAD").write_text(f"{blob}\n")
+    elif pointer == "note":
+        git(workspace, "notes", "add", "-C", blob, "HEAD")
+    else:
+        git(workspace, "update-index", "--cacheinfo", f"100644,{blob},notes.txt")
+    commands = ["git show", "git log", "git log -p --all", "git diff", "git diff --cached", "git status"]
+    results, asked = turn(harness, server, *[shell(command) for command in commands])
+    assert len(asked) == len(commands) and not any(SECRET in r for r in results), (asked, results)
+
+
+@pytest.mark.parametrize("name", [".env ", ".env::$DATA", ".Env . ", "id_rsa:stream", ".ssh./deploy", "prod.pem."])
+def test_a_secret_committed_under_any_spelling_makes_git_ask(harness, server, workspace, name):
+    """A name Windows reads as a secret's (".env " and ".env::$DATA" are .env there), in any case, committed:
+    the repository holds a secret by is_secret(), the rule every tool uses, so git asks before it prints."""
+    (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+    (workspace / name).write_text(f"{SECRET}\n")
+    git(workspace, "init", "-q")
+    git(workspace, "add", "-f", name, "notes.txt")
+    git(workspace, "commit", "-qm", "one")
+    results, asked = turn(harness, server, shell("git log -p"), shell("git show --stat"))
     assert len(asked) == 2 and not any(SECRET in r for r in results), (asked, results)
 
 
@@ -293,6 +346,29 @@ def test_a_repository_with_links_or_pipes_inside_makes_git_ask(load, harness, se
     thread.join(20)
     assert checked == [None], "git ran without asking, or the check hung"
 
+@pytest.mark.parametrize("where", ["packed-refs", "info/grafts", "rebase-merge/done"])
+def test_a_hard_link_inside_the_repository_makes_git_ask(harness, server, workspace, tmp_path, where):
+    """A file in .git that is .env by another name (git reads packed-refs, grafts, a rebase's list, and quotes a
+    line it cannot parse in its error): git asks. Only git's own object files may have other names, as a local
+    clone gives them."""
+    git(workspace, "init", "-q")
+    git(workspace, "add", "notes.txt")
+    git(workspace, "commit", "-qm", "one")
+    loose = next(path for path in (workspace / ".git" / "objects").rglob("*") if path.is_file())
+    os.link(loose, tmp_path / "clone-of-an-object")
+    assert turn(harness, server, shell("git log --oneline"))[1] == [], "an object with two names is git's own"
+    if where == "rebase-merge/done":
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=workspace, capture_output=True, text=True).stdout
+        for name, text in [("git-rebase-todo", ""), ("head-name", "refs/heads/main\n"), ("onto", head),
+                           ("interactive", "")]:
+            (workspace / ".git" / "rebase-merge").mkdir(exist_ok=True)
+            (workspace / ".git" / "rebase-merge" / name).write_text(text)
+    (workspace / ".git" / where).parent.mkdir(exist_ok=True)
+    os.link(workspace / ".env", workspace / ".git" / where)
+    results, asked = turn(harness, server, shell("git log --oneline"), shell("git status"))
+    assert len(asked) == 2 and not any(SECRET in r for r in results), (asked, results)
+
+
 
 def test_a_hook_does_not_run_for_a_plain_git_command(harness, server, workspace):
     """A repository's hook (post-index-change runs when git status refreshes the index) never runs."""
@@ -335,7 +411,10 @@ def test_the_shell_for_an_approved_command_is_not_one_the_workspace_planted(harn
                                   ".envrc", "terraform.tfstate", ".config/gh/hosts.yml", ".aws/cli/cache/a.json",
                                   ".aws/sso/cache/t.json", ".config/git/credentials", "terraform.tfstate.backup",
                                   ".docker/contexts/meta/config.json", ".env~", ".ENV", ".env.", "a/.ssh/keys/deploy",
-                                  ".Git-Credentials"])
+                                  ".Git-Credentials", ".m2/settings.xml", ".gradle/gradle.properties", ".boto",
+                                  ".dockercfg", ".oci/config", ".oci/sessions/default/token", ".databrickscfg",
+                                  ".nuget/NuGet/NuGet.Config", ".bundle/config", ".config/rclone/rclone.conf",
+                                  ".yarnrc", ".config/hub", ".pulumi/credentials.json", ".config/doctl/config.yaml"])
 def test_common_credential_files_are_secrets(harness, server, workspace, name):
     """The credential files ssh, git, cloud command lines and package managers write are refused to every tool."""
     (workspace / name).parent.mkdir(parents=True, exist_ok=True)
@@ -377,6 +456,25 @@ def test_a_git_file_pointing_elsewhere_makes_git_ask(harness, server, workspace,
     (workspace / ".git").write_text(f"gitdir: {other / '.git'}\n")
     results, asked = turn(harness, server, shell("git log"), shell("git status"))
     assert len(asked) == 2, (asked, results)
+
+
+@pytest.mark.files(*ALL)
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
+def test_a_proc_self_path_means_the_same_to_the_check_and_the_command(harness, server, workspace):
+    """The harness started from a folder inside the workspace (`cd sub; python ../harness.py --workspace ..`):
+    /proc/self/cwd means the workspace to the command, so it must mean that to the check too: a path through it
+    that leads out asks first (and is declined here), one to a link to .env is refused, whatever folder the harness
+    is in."""
+    (workspace / "sub").mkdir()
+    (workspace / "sub" / "y").write_text("harmless\n")
+    (workspace / "y").symlink_to(".env")
+    server.push({"tool_calls": [{"name": "run_shell", "arguments": {"command": command}, "id": f"c{n}"} for n, command
+                                in enumerate(["cat /proc/self/cwd/../outside.txt", "cat /proc/self/cwd/y"])]}, "ok")
+    done = subprocess.run([sys.executable, "../harness.py", "--workspace", "..", "Read"], cwd=workspace / "sub",
+                          env=clean_env(**groq_env(server)), capture_output=True, text=True, timeout=60)
+    results = [m["content"] for m in server.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    assert len(results) == 2 and all("declined" in result or "refused" in result for result in results), results
+    assert SECRET not in done.stdout + "".join(results) and "not yours" not in done.stdout, done.stdout
 
 
 def test_links_that_lead_out_make_a_command_ask(harness, server, workspace):

@@ -182,14 +182,15 @@ def write_file(path: str, content: str) -> str:
 
 def write_question(path, content):
     """What a person sees before a write: the summary, the diff (its first DIFF_LINES lines), the summary again
-    right above the answer, so the last line read is what the answer is about.
+    right above the answer, so the last line read is what the answer is about. The file's name is shown on one
+    line, its line breaks spelled out; only the diff keeps its own.
 
     Example: write_question("a.txt", "new\\n") where a.txt holds "old\\n" ->
              "Write a.txt: +1 -1 lines\\n--- a/a.txt\\n+++ b/a.txt\\n@@ -1 +1 @@\\n-old\\n+new\\n"
              "Write a.txt: +1 -1 lines"
     """
     target = guards.inside_workspace(path)
-    name = visible(str(target.relative_to(guards.real_root())))
+    name = visible(str(target.relative_to(guards.real_root())), keep="")  # one line: a name cannot forge another
     if target.exists() and target.stat().st_size > MAX_DIFF_BYTES:
         return (f"Write {name}: {target.stat().st_size} bytes, too big to show a diff, replaced by "
                 f"{content.count(chr(10)) + 1} lines")

@@ -8,6 +8,7 @@ Anything else asks a person, and a secret file is refused whoever asks.
 """
 import fnmatch
 import functools
+import hashlib
 import os
 import re
 import math
@@ -21,8 +22,9 @@ import shell
 
 WORKSPACE = Path.cwd()  # the only folder the tools may touch; harness.py --workspace changes it
 # Credential files, by name or by the end of their path: what ssh-keygen, git's credential store, the AWS, Azure,
-# Google Cloud, Kubernetes, Docker and GitHub command lines, npm, pip, cargo, gem, composer and Terraform write,
-# and the file signatures secret scanners match on (gitrob, shhgit). A * stands for part of one name; a pattern
+# Google Cloud, Oracle Cloud, DigitalOcean (doctl), Databricks, Pulumi, Kubernetes, Docker and GitHub (gh, hub)
+# command lines, boto, rclone, npm, yarn, pip, cargo, gem, Bundler, composer, Maven, Gradle, NuGet and Terraform
+# write, and the file signatures secret scanners match on (gitrob, shhgit). A * stands for part of one name; a pattern
 # ending in /* is a folder that is secret whole, at any depth: the cloud tools keep caches and tokens beside their
 # credentials. Inside .git: its config can carry a token in a remote's URL, and its objects hold every version
 # of every file, secrets included.
@@ -32,8 +34,10 @@ SECRET_FILES = (
     ".pgpass", ".my.cnf", ".npmrc", ".yarnrc.yml", ".pypirc", "pip.conf", ".s3cfg", ".vault-token",
     ".terraformrc", "credentials.tfrc.json", "*.tfstate", "*.tfstate.*", "*.tfvars", "kubeconfig", "auth.json",
     ".htpasswd", "application_default_credentials.json", ".gem/credentials", ".cargo/credentials*",
-    ".config/git/credentials", ".aws/*", ".azure/*", ".config/gcloud/*", ".config/gh/*", ".docker/*", ".kube/*",
-    ".ssh/*", ".gnupg/*", ".git/*",
+    ".config/git/credentials", ".boto", ".dockercfg", ".databrickscfg", ".yarnrc", ".m2/settings.xml",
+    ".gradle/gradle.properties", ".nuget/NuGet/NuGet.Config", ".bundle/config", ".config/rclone/rclone.conf",
+    ".config/hub", ".config/doctl/config.yaml", ".pulumi/credentials.json", ".aws/*", ".azure/*",
+    ".config/gcloud/*", ".config/gh/*", ".oci/*", ".docker/*", ".kube/*", ".ssh/*", ".gnupg/*", ".git/*",
 )
 NOT_SECRET = (".env.example", ".env.sample", ".env.template")  # templates with empty values
 # The variables a command gets from the harness's environment (when their value does not look like a secret):
@@ -58,7 +62,7 @@ SAFE_COMMANDS = {
     "echo": "-n",
 }
 # The read-only git subcommands and their options. Their operands are revisions (which must name commits) and
-# paths; secret files are left out of every diff they print.
+# paths; they run without asking only in a repository that holds no secret (holds_no_secret).
 SAFE_GIT = {
     "status": "-s -b --short --branch --long --porcelain --untracked-files=?",
     "log": "-NUM -n= -p -u -i --max-count= --oneline --stat --shortstat --name-only --name-status --patch "
@@ -75,7 +79,11 @@ SAFE_GIT_CONFIG = (
     "remote.*.url", "remote.*.pushurl", "remote.*.fetch", "remote.*.tagopt", "branch.*.remote", "branch.*.merge",
     "branch.*.rebase", "user.name", "user.email", "init.defaultbranch", "pull.rebase", "gc.auto",
 )
-GIT_CHECK_SECONDS = 2  # the checks before a git command (its config, revisions) end by then: they then ask
+GIT_CHECK_SECONDS = 2  # the checks before a git command (its config, revisions, history) end by then: they then ask
+# The files in .git that may have other names: git's own objects, loose and packed, and their binary indexes, which
+# a local clone hard-links. Not a text file git reads and may quote in an error (packed-refs, a commit-graph chain).
+GIT_OBJECT_FILE = re.compile(r"objects/(?:[0-9a-f]{2}/[0-9a-f]{38}|pack/pack-[0-9a-f]{40}\.[a-z]+"
+                             r"|pack/multi-pack-index|info/commit-graph)")
 SHELL_SYNTAX = set(";&|<>`$(){}[]*?!\\\n\r")  # the shell would interpret these (and ~ starting a word)
 REVISION = re.compile(r"[\w./@{}~^-]+")  # HEAD~2, main..feature, v1.0^{commit}
 SECRET_VALUE = re.compile(r"://[^/\s:@]*:[^/\s@]+@|^(?!/)(?=.*\d)(?=.*[A-Za-z])[\w.+/=-]{24,}$")  # u:pw@, tokens
@@ -123,12 +131,6 @@ def secret_regex(pattern):
     Example: secret_regex("*.pem") -> "[^/]*\\.pem";  secret_regex(".ssh/*") -> "\\.ssh/.+" """
     folder = pattern.endswith("/*")
     return re.escape(pattern[:-2] if folder else pattern).replace(r"\*", "[^/]*") + ("/.+" if folder else "")
-
-
-def git_excludes():
-    """The same patterns as git pathspecs that leave secret files out of what git prints (git's ** is our .*)."""
-    return [f":(exclude,glob,icase)**/{pattern[:-2] + '/**' if pattern.endswith('/*') else pattern}"
-            for pattern in SECRET_FILES]
 
 
 SECRET_PATH = re.compile(f"(?:.*/)?(?:{'|'.join(map(secret_regex, SECRET_FILES))})", re.IGNORECASE)
@@ -339,12 +341,12 @@ def plain_git(words, deadline=None):
     """The arguments for a read-only git command that the repository here cannot turn against you, else None.
     It runs on this workspace's own .git only (git_env), with hooks, fsmonitor and submodules (repositories of
     their own, with configs of their own) left out, when safe_repository() says so; revisions must name commits
-    (a blob's or a folder's id would print any file); and what it prints leaves out every secret file, in
-    history too, and files with other names (one may be a secret by another name: then it asks). Its checks
-    end by the deadline, or after GIT_CHECK_SECONDS in all: a repository made to be slow makes git ask.
+    (a blob's or a folder's id would print any file); the repository must hold no secret (holds_no_secret), so
+    nothing it prints can be one; and git diff asks when a file it reads here has other names (one may be a
+    secret by another name). Its checks end by the deadline, or after GIT_CHECK_SECONDS in all: a repository
+    made to be slow makes git ask.
 
-    Example: ["log", "-p", "-2"] -> ["--no-pager", "-c", ..., "log", "--ignore-submodules=all", "-p", "-2",
-                                      "--", ".", ":(exclude,glob,icase)**/.env", ...]
+    Example: ["log", "-p", "-2"] -> ["--no-pager", "-c", ..., "log", "--ignore-submodules=all", "-p", "-2", "--"]
     """
     until = min(deadline or math.inf, time.monotonic() + GIT_CHECK_SECONDS)
     if not words or words[0] not in SAFE_GIT or not safe_repository(until):
@@ -355,30 +357,87 @@ def plain_git(words, deadline=None):
     used, options, operands, paths = parsed
     revisions = [word for word in operands if not (WORKSPACE / word).exists()]
     paths = [word for word in operands if word not in revisions] + paths
-    if not git_revisions(revisions, until) or not all(plain_path(path) for path in paths):
+    commits, tracked = git_commits(revisions, until), tracked_files(until)
+    if commits is None or tracked is None or not all(plain_path(path) for path in paths):
         return None
-    if words[0] == "diff" and not all(plain_path(path) for path in tracked_files(until)):  # it reads files here
+    if not holds_no_secret(commits, tracked, until):
         return None
-    if words[0] in ("diff", "show") or used & {"-p", "-u", "--patch"}:  # it prints what files hold
-        paths = (paths or ["."]) + git_excludes()
+    if words[0] == "diff" and not all(plain_path(path) for path in tracked):  # it reads these files here
+        return None
     return ["--no-pager", "-c", f"core.hooksPath={os.devnull}", "-c", "core.fsmonitor=false", words[0],
             "--ignore-submodules=all", *options, *revisions, "--", *paths]
 
 
-def git_revisions(words, until):
-    """True when each word names commits: HEAD~1, main..topic; never a file or a folder in one (HEAD:.aws)."""
+def git_commits(words, until):
+    """The ids of the commits revision words name (HEAD~1, main..topic), or None when one names anything else:
+    a file or a folder in one (HEAD:.aws), a blob."""
     parts = [part for word in words for part in re.split(r"\.\.\.?", word) if part]
     if not all(REVISION.fullmatch(part) and not part.startswith("-") for part in parts):
+        return None
+    if not parts:
+        return []
+    named = git_output("rev-parse", "--end-of-options", *[f"{part}^{{commit}}" for part in parts], until=until)
+    # the ids alone: rev-parse repeats --end-of-options, and marks a commit left out of a range (^main) with ^
+    return None if named is None else list(dict.fromkeys(re.findall(r"[0-9a-f]{40}", named)))
+
+
+def holds_no_secret(commits, tracked, until):
+    """True when nothing git can print here is a secret, whatever name it is shown under. HEAD names a commit, or
+    nothing yet (git show prints whatever it names); no path in the index (tracked) or anywhere in history (every
+    ref and reflog, stashes and notes with them, and the commits named) is a secret by is_secret(); and no object
+    git can reach (from the index too) is a copy of a secret file here: a note, an index entry or a tree can give
+    a secret's contents a harmless name by the blob's id alone. Anything not decided by until is not safe."""
+    head = git_output("cat-file", "--batch-check=%(objecttype)", until=until, input=b"HEAD\n")
+    history = git_output("log", "--all", "--reflog", "-m", "--format=", "--name-only", "--no-renames", "-z",
+                         "--end-of-options", *commits, until=until)  # -m: a merge's own files count too
+    objects = git_output("rev-list", "--objects", "--no-object-names", "--all", "--reflog", "--indexed-objects",
+                         "--end-of-options", *commits, until=until)
+    copies = secret_blob_ids(until)
+    if None in (head, history, objects, copies):
         return False
-    return not parts or git_output("rev-parse", "--end-of-options", *[f"{part}^{{commit}}" for part in parts],
-                                   until=until) is not None
+    paths = [path for path in history.split("\0") + tracked if path]
+    return head in ("commit\n", "HEAD missing\n") and not any(map(is_secret, paths)) and \
+        copies.isdisjoint(objects.split())
+
+
+def secret_blob_ids(until):
+    """The blob ids git would give the workspace's secret files, or None when they are not all read by until or
+    a folder cannot be read (it could hold a secret). A folder called .git is passed over: it is git's own, and
+    what it stores is the history these ids are checked against."""
+    root, ids = real_root(), set()
+    try:
+        for folder, folders, files in os.walk(root, onerror=fail):
+            folders[:] = [name for name in folders if name != ".git"]
+            for name in files:
+                path = Path(folder, name)
+                if is_secret(path.relative_to(root)) and stat.S_ISREG(os.lstat(path).st_mode):
+                    ids.add(blob_id(path, until))
+    except (Refused, OSError, TimeoutError):
+        return None
+    return ids
+
+
+def blob_id(path, until):
+    """The id git gives a file's bytes as a blob (it hashes "blob <size>\\0" and the bytes), read a megabyte at
+    a time; TimeoutError when that is not done by until. A link or a pipe swapped in is not followed or waited
+    on: OSError.
+
+    Example: a file holding "hi\\n" -> "45b983be36b73c0788dc9cbcb76cbb80fc7bb057" """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    with os.fdopen(os.open(path, flags), "rb") as file:
+        digest = hashlib.sha1(b"blob %d\0" % os.fstat(file.fileno()).st_size)
+        while block := file.read(1 << 20):
+            if time.monotonic() > until:
+                raise TimeoutError(path)
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def safe_repository(until):
     """True when WORKSPACE is the top of a git repository whose own files cannot make git run a program, read
     elsewhere or hang: .git is a real folder here holding only real folders and regular files (a link would lead
-    elsewhere, a pipe would block), objects are not borrowed from elsewhere, and its config holds only keys on
-    SAFE_GIT_CONFIG."""
+    elsewhere, a pipe would block) with one name each (only_plain_files), objects are not borrowed from
+    elsewhere, and its config holds only keys on SAFE_GIT_CONFIG."""
     git_dir = WORKSPACE / ".git"
     if git_dir.is_symlink() or not git_dir.is_dir() or not only_plain_files(git_dir, until):
         return False
@@ -390,30 +449,36 @@ def safe_repository(until):
                                     for key in keys.lower().split())
 
 
-def only_plain_files(folder, until):
-    """True when everything below folder is a real folder or a regular file (and that was seen by until)."""
-    for parent, folders, files in os.walk(folder):
+def only_plain_files(git_dir, until):
+    """True when everything below git_dir is a real folder or a regular file with one name (and that was seen by
+    until). git reads many of its files (packed-refs, grafts, a rebase's list) and quotes a line it cannot parse
+    in its error, so a file there that is a secret by another name would be printed; only its object files, which
+    it never quotes, may have other names (GIT_OBJECT_FILE)."""
+    for parent, folders, files in os.walk(git_dir):
         if time.monotonic() > until:
             return False
         for name in folders + files:
-            mode = os.lstat(os.path.join(parent, name)).st_mode
-            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+            path = Path(parent, name)
+            info = os.lstat(path)
+            one_name = info.st_nlink == 1 or GIT_OBJECT_FILE.fullmatch(path.relative_to(git_dir).as_posix())
+            if not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode) and one_name):
                 return False
     return True
 
 
 def tracked_files(until):
-    """The files git tracks here, as paths (a plain git diff reads each of them); [".git"] if git cannot say."""
+    """The files git tracks here, as paths (a plain git diff reads each of them); None if git cannot say."""
     listed = git_output("ls-files", "-z", until=until)
-    return [".git"] if listed is None else listed.split("\0")[:-1]
+    return None if listed is None else listed.split("\0")[:-1]
 
 
-def git_output(*args, until):
+def git_output(*args, until, input=b""):
     """What a git check prints, or None when it fails or is not done by until (a time.monotonic()). It runs the
-    git found on search_path(), like every program the harness starts."""
+    git found on search_path(), like every program the harness starts, with input as all it can read."""
     git = shell.program("git", search_path())
     try:
-        done = subprocess.run([git, *args], env=git_env(), capture_output=True, timeout=until - time.monotonic())
+        done = subprocess.run([git, *args], env=git_env(), input=input, capture_output=True,
+                              timeout=until - time.monotonic())
     except (TypeError, ValueError, OSError, subprocess.TimeoutExpired):  # TypeError: no git; ValueError: no time
         return None
     return done.stdout.decode("utf-8", errors="replace") if done.returncode == 0 else None
