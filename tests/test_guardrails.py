@@ -522,6 +522,20 @@ def test_a_plain_command_changed_after_its_check_does_not_run(load, harness, wor
     assert SECRET not in str(caught.value) and "refused" in str(caught.value)
 
 
+@pytest.mark.files(*ALL)
+@pytest.mark.phase(4)
+def test_an_approved_command_never_runs_beside_a_checked_call(load, harness, server, workspace, monkeypatch):
+    """An approved command may change what another call's check saw (swap a folder for a link), so the calls the
+    guardrails passed run first, and the approved ones after them, never side by side: here a listing that takes
+    half a second is done before the approved `touch` (first in the turn) runs."""
+    tools, real = load("tools"), load("tools").REGISTRY["list_dir"]
+    monkeypatch.setitem(tools.REGISTRY, "list_dir", lambda **args: time.sleep(0.5) or real(**args))
+    results, asked = turn(harness, server, shell("touch agreed-ran"), ("list_dir", {"path": "."}),
+                          approve=lambda question: True)
+    assert len(asked) == 1 and (workspace / "agreed-ran").exists(), (asked, results)
+    assert "notes.txt" in results[1] and "agreed-ran" not in results[1], results
+
+
 # 7. Under --yes: named secrets stay refused; the environment commands get has no secret in it.
 
 def test_under_yes_named_secrets_stay_refused(harness, server):

@@ -261,9 +261,12 @@ def run_tools(settings, result, calls):
     early (a budget, the deadline, Ctrl-C), answer the rest with what happened."""
     results, why = {}, "error: not run"
     try:
-        for call, content, seconds in execute(settings, decide_all(settings, result, calls, results)):
-            results[call.id] = content
-            record_tool(settings, result, call, content, seconds)
+        # the calls the guardrails passed, then those a person agreed to: an agreed command may change what
+        # a check saw (swap a folder for a link), so the two groups never run side by side
+        for group in decide_all(settings, result, calls, results):
+            for call, content, seconds in execute(settings, group):
+                results[call.id] = content
+                record_tool(settings, result, call, content, seconds)
     except KeyboardInterrupt:
         why = "error: interrupted before it finished"
         raise
@@ -280,11 +283,12 @@ def run_tools(settings, result, calls):
 
 
 def decide_all(settings, result, calls, results):
-    """Decide every call, in order, before any runs: returns [(call, action)] for those that will run; the others
-    get their result now (over the budget, refused, declined)."""
+    """Decide every call, in order, before any runs: returns two lists of (call, action) for those that will run: the
+    calls the guardrails passed, and those a person agreed to. The others get their result now (over the budget,
+    refused, declined)."""
     room = settings.limits.max_tool_calls - result.tool_calls
     result.tool_calls += len(calls)  # refused and declined calls count too
-    actions = []
+    passed, agreed = [], []
     for number, call in enumerate(calls):
         if settings.on_call:
             settings.on_call(result.steps, call.function.name, call.function.arguments)
@@ -292,24 +296,29 @@ def decide_all(settings, result, calls, results):
             if number >= room:
                 raise ToolError(f"not run: this run may make {settings.limits.max_tool_calls} tool calls, and "
                                 "they are used up.")
-            actions.append((call, decide(settings, result, call)))
+            action, asked = decide(settings, result, call)
+            if asked:
+                agreed.append((call, action))
+            else:
+                passed.append((call, action))
         except OutOfTime:  # the deadline came while deciding (a check, a question): the turn ends here
             raise
         except Exception as error:  # the budget, the contract, the guardrails or the person said no
             results[call.id] = error_result(call, error)
             record_tool(settings, result, call, results[call.id])
-    return actions
+    return passed, agreed
 
 
 def decide(settings, result, call):
     """Everything decided before a call runs: its arguments against the contract, the plan under the guardrails,
-    and a person's yes when the plan needs one. Returns the action that runs it; raises ToolError."""
+    and a person's yes when the plan needs one. Returns the action that runs it, and whether a person was asked;
+    raises ToolError."""
     args = check_call(call.function.name, call.function.arguments)  # a call that breaks the contract never runs
     action, question = plan(call.function.name, args, deadline(settings))
     if question and not approved(settings.approve, question):
         raise Declined(f"the user declined, so nothing was done ({question.splitlines()[-1]}). "
                        "Try another way, or say what you need.")
-    return action
+    return action, bool(question)
 
 
 def approved(approve, question):
