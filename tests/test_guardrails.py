@@ -86,6 +86,16 @@ def test_a_write_question_shows_the_real_file_and_what_changes(load, harness, se
     assert (workspace / "notes.txt").read_text() == "keep me\n"
 
 
+@pytest.mark.parametrize("blank", ["\u3164", "\u2800", "\u00a0", "\u200b"])
+def test_a_question_spells_out_every_character_that_is_not_ascii(load, workspace, blank):
+    """A blank letter (U+3164 HANGUL FILLER, U+2800 BRAILLE BLANK) is printable, yet shows nothing: the question
+    shows a command in ASCII, anything else spelled out, so `echo ok<blank>#<blank>; rm x` cannot read as a
+    comment."""
+    action, question = load("tools").plan("run_shell", {"command": f"echo ok{blank}#{blank}; touch pwned"})
+    spelled = f"\\u{ord(blank):04x}" if ord(blank) > 0xff else f"\\x{ord(blank):02x}"
+    assert question.isascii() and spelled in question and "touch pwned" in question, question
+
+
 def test_a_name_in_a_question_stays_on_one_line(load, workspace):
     """A path with line breaks in it (a folder a workspace ships, or the model's own path) cannot forge a line of
     the question: every name is shown on one line, its line breaks spelled out; only the diff keeps its own."""
@@ -370,6 +380,18 @@ def test_a_hard_link_inside_the_repository_makes_git_ask(harness, server, worksp
 
 
 
+def test_a_hard_link_in_the_work_tree_makes_git_ask(harness, server, workspace):
+    """A .gitattributes that is .env by another name (git reads every .gitattributes, tracked or not, and quotes
+    a line it cannot parse): git asks, as read_file and cat do for a file with other names."""
+    git(workspace, "init", "-q")
+    git(workspace, "add", "notes.txt")
+    git(workspace, "commit", "-qm", "one")
+    assert turn(harness, server, shell("git status"))[1] == [], "a plain repository runs git status unasked"
+    os.link(workspace / ".env", workspace / ".gitattributes")
+    results, asked = turn(harness, server, shell("git status"), shell("git diff"), shell("git log -p -1"))
+    assert len(asked) == 3 and not any(SECRET in r for r in results), (asked, results)
+
+
 def test_a_hook_does_not_run_for_a_plain_git_command(harness, server, workspace):
     """A repository's hook (post-index-change runs when git status refreshes the index) never runs."""
     git(workspace, "init", "-q")
@@ -414,13 +436,28 @@ def test_the_shell_for_an_approved_command_is_not_one_the_workspace_planted(harn
                                   ".Git-Credentials", ".m2/settings.xml", ".gradle/gradle.properties", ".boto",
                                   ".dockercfg", ".oci/config", ".oci/sessions/default/token", ".databrickscfg",
                                   ".nuget/NuGet/NuGet.Config", ".bundle/config", ".config/rclone/rclone.conf",
-                                  ".yarnrc", ".config/hub", ".pulumi/credentials.json", ".config/doctl/config.yaml"])
+                                  ".yarnrc", ".config/hub", ".pulumi/credentials.json", ".config/doctl/config.yaml",
+                                  "backup.git/config", "a\nb/.env", ".ssh/id\nx"])
 def test_common_credential_files_are_secrets(harness, server, workspace, name):
     """The credential files ssh, git, cloud command lines and package managers write are refused to every tool."""
     (workspace / name).parent.mkdir(parents=True, exist_ok=True)
     (workspace / name).write_text(f"token={SECRET}\n")
-    results, _ = turn(harness, server, ("read_file", {"path": name}), shell(f"cat {name}"),
+    results, _ = turn(harness, server, ("read_file", {"path": name}), shell(f"cat {json.dumps(name)}"),
                       approve=lambda q: True)
+    assert all(r.startswith("error:") and "secret" in r for r in results), results
+
+
+@pytest.mark.files(*ALL)
+@pytest.mark.parametrize("folder, name", [(".config", "gh/hosts.yml"), (".kube", "config"), (".ssh", "deploy")])
+def test_a_workspace_inside_a_secret_folder_is_secret_throughout(load, server, tmp_path, folder, name):
+    """A workspace that is itself in ~/.config or ~/.kube (a dotfiles session): its files are judged by where they
+    really are, so ~/.config/gh/hosts.yml is as secret as it is from the home folder."""
+    workspace = tmp_path / folder
+    (workspace / name).parent.mkdir(parents=True)
+    (workspace / name).write_text(f"token: {SECRET}\n")
+    load("guards").WORKSPACE = workspace
+    harness = load("harness")
+    results, _ = turn(harness, server, ("read_file", {"path": name}), shell(f"cat {name}"), approve=lambda q: True)
     assert all(r.startswith("error:") and "secret" in r for r in results), results
 
 

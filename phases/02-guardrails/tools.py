@@ -10,7 +10,7 @@ from functools import partial
 
 import guards
 import shell
-from guards import Refused, visible
+from guards import Refused, exact
 
 MAX_CHARS = 4000  # longest result sent back to the model, note included; one file must not flood the conversation
 NOTE_ROOM = 200  # characters kept free in a cut result for the note that says what was cut
@@ -25,7 +25,7 @@ def plan(name, args, deadline=None):
         if argv:  # judged plain: it runs as this argument list, and is checked again just before it runs
             return partial(run_plain, args["command"], argv, deadline), None
         return partial(run_argv, shell.shell_argv(args["command"], guards.search_path()), deadline), \
-            f"Run in a shell: {visible(args['command'], keep='')}"
+            f"Run in a shell: {exact(args['command'])}"
     return partial(REGISTRY[name], **args), None
 
 

@@ -37,7 +37,7 @@ SECRET_FILES = (
     ".config/git/credentials", ".boto", ".dockercfg", ".databrickscfg", ".yarnrc", ".m2/settings.xml",
     ".gradle/gradle.properties", ".nuget/NuGet/NuGet.Config", ".bundle/config", ".config/rclone/rclone.conf",
     ".config/hub", ".config/doctl/config.yaml", ".pulumi/credentials.json", ".aws/*", ".azure/*",
-    ".config/gcloud/*", ".config/gh/*", ".oci/*", ".docker/*", ".kube/*", ".ssh/*", ".gnupg/*", ".git/*",
+    ".config/gcloud/*", ".config/gh/*", ".oci/*", ".docker/*", ".kube/*", ".ssh/*", ".gnupg/*", "*.git/*",
 )
 NOT_SECRET = (".env.example", ".env.sample", ".env.template")  # templates with empty values
 # The variables a command gets from the harness's environment (when their value does not look like a secret):
@@ -114,6 +114,14 @@ def visible(text, keep="\n\t"):
     return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in text)
 
 
+def exact(text):
+    """Text as a question shows what will run: on one line, in ASCII, every other character spelled out. A blank
+    letter (U+3164, U+2800) or a look-alike would otherwise make a command read as something it is not.
+
+    Example: exact("echo ok\u3164# x") -> "echo ok\\u3164# x" """
+    return visible(text, keep="").encode("ascii", errors="backslashreplace").decode("ascii")
+
+
 def is_secret(path):
     """True when a path matches SECRET_FILES: its name, or the end of the path (.aws/* matches home/.aws/sso/x).
     Names match whatever their case, and the way Windows reads them (".env." and ".env::$DATA" are .env there).
@@ -133,7 +141,7 @@ def secret_regex(pattern):
     return re.escape(pattern[:-2] if folder else pattern).replace(r"\*", "[^/]*") + ("/.+" if folder else "")
 
 
-SECRET_PATH = re.compile(f"(?:.*/)?(?:{'|'.join(map(secret_regex, SECRET_FILES))})", re.IGNORECASE)
+SECRET_PATH = re.compile(f"(?:.*/)?(?:{'|'.join(map(secret_regex, SECRET_FILES))})", re.IGNORECASE | re.DOTALL)
 
 
 def inside_workspace(path):
@@ -145,7 +153,7 @@ def inside_workspace(path):
     full = (root / path).resolve()  # resolve() follows symlinks, so a link cannot lead out
     if not full.is_relative_to(root):
         raise Refused(f"{path} is outside the workspace; use paths inside {WORKSPACE}")
-    if is_secret(path) or is_secret(full.relative_to(root)):
+    if is_secret(path) or is_secret(full):  # where it really is: the workspace may itself be in ~/.kube
         raise Refused(f"{path} is a secret file, and the model may not read credentials")
     return full
 
@@ -178,7 +186,7 @@ def open_file(path):
               (None if info.st_nlink == 1 else "has other names (hard links), so it may be a secret by another name")
     if problem is None and os.path.exists(opened):  # Linux knows which file the descriptor really is
         real, root = Path(os.readlink(opened)), real_root()
-        if real != full and (not real.is_relative_to(root) or is_secret(real.relative_to(root))):
+        if real != full and (not real.is_relative_to(root) or is_secret(real)):
             problem = "changed after it was checked (a link was swapped in), so it was not read"
     if problem:
         file.close()
@@ -254,8 +262,8 @@ def refuse_secrets(command):
 
 def secret_path(word):
     """True when a word names a secret, by its own name or, links followed, by the file it leads to."""
-    real, root = resolved(word), real_root()
-    return is_secret(word) or real is not None and is_secret(real.relative_to(root) if within(word) else real)
+    real = resolved(word)
+    return is_secret(word) or real is not None and is_secret(real)
 
 
 def resolved(word):
@@ -396,21 +404,26 @@ def holds_no_secret(commits, tracked, until):
     if None in (head, history, objects, copies):
         return False
     paths = [path for path in history.split("\0") + tracked if path]
-    return head in ("commit\n", "HEAD missing\n") and not any(map(is_secret, paths)) and \
+    return head in ("commit\n", "HEAD missing\n") and not any(is_secret(real_root() / path) for path in paths) and \
         copies.isdisjoint(objects.split())
 
 
 def secret_blob_ids(until):
-    """The blob ids git would give the workspace's secret files, or None when they are not all read by until or
-    a folder cannot be read (it could hold a secret). A folder called .git is passed over: it is git's own, and
-    what it stores is the history these ids are checked against."""
+    """The blob ids git would give the workspace's secret files, or None when the workspace cannot be vouched for:
+    a folder cannot be read (it could hold a secret), a file has other names (git reads files here, tracked ones
+    and every .gitattributes, and quotes a line it cannot parse: one may be a secret by another name), or the
+    time is up. A folder called .git is passed over: it is git's own, and what it stores is the history these
+    ids are checked against."""
     root, ids = real_root(), set()
     try:
         for folder, folders, files in os.walk(root, onerror=fail):
             folders[:] = [name for name in folders if name != ".git"]
             for name in files:
                 path = Path(folder, name)
-                if is_secret(path.relative_to(root)) and stat.S_ISREG(os.lstat(path).st_mode):
+                info = os.lstat(path)
+                if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+                    return None  # git reads files here (.gitattributes, what it tracks): one may be a secret
+                if is_secret(path) and stat.S_ISREG(info.st_mode):
                     ids.add(blob_id(path, until))
     except (Refused, OSError, TimeoutError):
         return None
@@ -506,8 +519,7 @@ def hidden_files():
     for folder, folders, files in os.walk(root, onerror=fail):  # a folder it cannot read could hold a secret
         for name in folders + files:
             path = Path(folder, name)
-            relative = path.relative_to(root)
-            if is_secret(relative) or is_secret(relative / "x"):  # "x": anything inside .git, .ssh
+            if is_secret(path) or is_secret(path / "x"):  # "x": anything inside .git, .ssh
                 found.append(path)
             elif name in files and not path.is_symlink() and path.stat().st_nlink > 1:
                 found.append(path)

@@ -13,7 +13,7 @@ from functools import partial
 
 import guards
 import shell
-from guards import Refused, ToolError, visible
+from guards import Refused, ToolError, exact, visible
 
 MAX_CHARS = 4000  # longest result sent back to the model, note included; one file must not flood the conversation
 NOTE_ROOM = 200  # characters kept free in a cut result for the note that says what was cut
@@ -79,7 +79,7 @@ def plan(name, args, deadline=None):
         if argv:  # judged plain: it runs as this argument list, and is checked again just before it runs
             return partial(run_plain, args["command"], argv, deadline), None
         return partial(run_argv, shell.shell_argv(args["command"], guards.search_path()), deadline), \
-            f"Run in a shell: {visible(args['command'], keep='')}"
+            f"Run in a shell: {exact(args['command'])}"
     if name == "write_file":
         return partial(write_file, **args), write_question(args["path"], args["content"])
     return partial(REGISTRY[name], **args), None
@@ -190,7 +190,7 @@ def write_question(path, content):
              "Write a.txt: +1 -1 lines"
     """
     target = guards.inside_workspace(path)
-    name = visible(str(target.relative_to(guards.real_root())), keep="")  # one line: a name cannot forge another
+    name = exact(str(target.relative_to(guards.real_root())))  # one line: a name cannot forge another
     if target.exists() and target.stat().st_size > MAX_DIFF_BYTES:
         return (f"Write {name}: {target.stat().st_size} bytes, too big to show a diff, replaced by "
                 f"{content.count(chr(10)) + 1} lines")
