@@ -26,8 +26,8 @@ WORKSPACE = Path.cwd()  # the only folder the tools may touch; harness.py --work
 # command lines, boto, rclone, npm, yarn, pip, cargo, gem, Bundler, composer, Maven, Gradle, NuGet and Terraform
 # write, and the file signatures secret scanners match on (gitrob, shhgit). A * stands for part of one name; a pattern
 # ending in /* is a folder that is secret whole, at any depth: the cloud tools keep caches and tokens beside their
-# credentials. Inside .git: its config can carry a token in a remote's URL, and its objects hold every version
-# of every file, secrets included.
+# credentials. Inside .git, or any folder named *.git (a bare repository, a mirror): its config can carry a token
+# in a remote's URL, and its objects hold every version of every file, secrets included.
 SECRET_FILES = (
     ".env", ".env.*", ".env~", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.ppk",
     "*.kdbx", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", "_netrc", ".git-credentials",
