@@ -20,6 +20,7 @@ NOTE_ROOM = 200  # characters kept free in a cut result for the note that says w
 PAGE_LINES = 200  # lines read_file returns by default; the model pages with offset
 MAX_SCAN = 100_000_000  # bytes read_file reads at most in one call: a 20 GB file still answers within a second
 MAX_DIFF_BYTES = 1_000_000  # a file larger than this is not diffed before a write: the question says so instead
+MAX_DIFF_LINES = 3000  # nor one of more lines, before or after: a diff's cost grows faster than its length
 DIFF_LINES = 100  # lines of a diff shown in the question; the summary line counts them all
 LINE = re.compile(r"[^\n]*\n|[^\n]+$")  # a line ends at \n only: a \r inside one is shown, not obeyed
 JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "object": dict, "array": list}
@@ -90,14 +91,14 @@ def read_file(path: str, offset: int = 1, limit: int = PAGE_LINES) -> str:
     MAX_CHARS characters, and when more is left, a last line saying how to read on."""
     if offset < 1 or limit < 1:
         raise ValueError("offset and limit start at 1")
-    text, end, number = "", offset - 1, 0
+    text, end = "", offset - 1
     with guards.open_file(path) as file:
-        for number, line in enumerate(lines_of(file), 1):  # a line at a time: a 1 GB file is never loaded whole
+        number = skip_lines(file, offset - 1)  # a megabyte at a time: a far offset costs no loop over lines
+        for number, line in enumerate(lines_of(file), number + 1):  # a 1 GB file is never loaded whole
             room = MAX_CHARS - NOTE_ROOM - len(text)
-            if number >= offset + limit or (number >= offset and len(line) > room and text):
+            if number >= offset + limit or (len(line) > room and text):
                 break  # this line is not shown: the page is full
-            if number >= offset:  # one line longer than the room is cut rather than left out
-                text, end = text + (line if len(line) <= room else line[:room] + "\n"), number
+            text, end = text + (line if len(line) <= room else line[:room] + "\n"), number  # a long line is cut
         left = lines_left(file)
     if number < offset and (left is None or offset > 1):
         raise ValueError(f"offset {offset} is past the end: {path} has {number} lines" if left is not None else
@@ -107,6 +108,23 @@ def read_file(path: str, offset: int = 1, limit: int = PAGE_LINES) -> str:
         total = "a file too long to count" if left is None else number + left
         text += f"\n[lines {offset}-{end} of {total}; call read_file with offset={end + 1} to read on]"
     return text
+
+
+def skip_lines(file, count):
+    """Move past the first count lines of a binary file, within its first MAX_SCAN bytes, reading a megabyte at a
+    time and finding the line's start by counting (both in C); returns how many lines were passed."""
+    passed, last = 0, b"\n"
+    while passed < count and file.tell() < MAX_SCAN and (block := file.read(1 << 20)):
+        if passed + block.count(b"\n") < count:
+            passed, last = passed + block.count(b"\n"), block[-1:]
+            continue
+        low, high = 0, len(block)  # the shortest start of block holding the lines still to pass
+        while low < high:
+            middle = (low + high) // 2
+            low, high = (middle + 1, high) if passed + block.count(b"\n", 0, middle) < count else (low, middle)
+        file.seek(file.tell() - len(block) + low)
+        return count
+    return passed + (last != b"\n")  # a last line with no line break is a line too
 
 
 def lines_of(file):
@@ -198,7 +216,10 @@ def write_question(path, content):
     if target.exists():
         with guards.open_file(path) as file:
             old = file.read().decode("utf-8", errors="replace")
-    lines = list(difflib.unified_diff(LINE.findall(old), LINE.findall(content), f"a/{name}", f"b/{name}"))
+    before, after = LINE.findall(old), LINE.findall(content)
+    if max(len(before), len(after)) > MAX_DIFF_LINES:
+        return f"Write {name}: {len(before)} lines replaced by {len(after)}, too many to show a diff"
+    lines = list(difflib.unified_diff(before, after, f"a/{name}", f"b/{name}"))
     added = sum(line.startswith("+") for line in lines[2:])
     removed = sum(line.startswith("-") for line in lines[2:])
     shown = [visible(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
