@@ -274,6 +274,22 @@ CASES = {
                                                                    "arguments": '{"path": "notes.txt"}'}}]}),
                                chunk({}, "tool_calls")]}, "Two done."],
         "expect": {"status": "answered", "exit": 0, "results": ["notes.txt", "buy milk"]}},
+    "stream_parallel_calls_sharing_index_0": {
+        "task": "Read two", "args": ["--stream"],
+        "script": [{"events": [chunk({"tool_calls": [{"index": 0, "id": "a1", "type": "function",
+                                                      "function": {"name": "list_dir", "arguments": "{}"}}]}),
+                               chunk({"tool_calls": [{"index": 0, "id": "b2", "type": "function",
+                                                      "function": {"name": "read_file",
+                                                                   "arguments": '{"path": "notes.txt"}'}}]}),
+                               chunk({}, "tool_calls")]}, "Two done."],
+        "expect": {"status": "answered", "exit": 0, "results": ["notes.txt", "buy milk"]}},
+    "stream_whole_calls_without_index_or_id": {
+        "task": "Read two", "args": ["--stream"],
+        "script": [{"events": [chunk({"tool_calls": [{"function": {"name": "list_dir", "arguments": "{}"}}]}),
+                               chunk({"tool_calls": [{"function": {"name": "read_file",
+                                                                   "arguments": '{"path": "notes.txt"}'}}]}),
+                               chunk({}, "tool_calls")]}, "Two done."],
+        "expect": {"status": "answered", "exit": 0, "results": ["notes.txt", "buy milk"]}},
     "stream_name_repeated_in_every_piece": {
         "task": "List", "args": ["--stream"],
         "script": [{"events": [chunk({"tool_calls": [{"index": 0, "id": "a1", "type": "function",

@@ -280,3 +280,39 @@ def test_output_the_terminal_cannot_encode_is_spelled_out(workspace, server):
     done = subprocess.run([sys.executable, "harness.py", "Say"], cwd=workspace, capture_output=True, text=True,
                           env=clean_env(**groq_env(server), PYTHONIOENCODING="ascii"), timeout=30)  # a new interpreter
     assert done.returncode == 0 and "Caf\\xe9" in done.stdout and "Traceback" not in done.stderr, done.stderr
+
+
+@pytest.mark.phase(5)
+def test_a_server_too_slow_is_named_slow_not_unreachable(harness, server, load):
+    """A server that answers, only too slowly for TIMEOUT (a local model warming up): the message says it did not
+    finish in time and how to allow more, not that it could not be reached."""
+    backend = load("backend")
+    backend.TIMEOUT, backend.RETRIES = 0.5, 1
+    server.push(*[{"content": "slowly", "trickle_forever": 0.1}] * 2)
+    result = harness.run("Hi", backend=scripted_backend(server))
+    assert result.status == "provider_error" and "did not finish answering within" in result.error, result.error
+    assert "Could not reach" not in result.error and "TIMEOUT" in result.error, result.error
+
+
+def test_reading_far_into_a_file_of_short_lines_meets_the_deadline(workspace, server):
+    """read_file at line 19,000,000 of a file of 20 million empty lines: the lines before it are counted a
+    megabyte at a time, so the call answers at once and the run ends answered, well inside --deadline 3."""
+    with open(workspace / "lines.txt", "wb") as file:
+        file.write(b"\n" * 20_000_000)
+    server.push(tool_calls(("read_file", {"path": "lines.txt", "offset": 19_000_000, "limit": 2})), "Read.")
+    result = run_python(workspace, "harness.py", "--trace", "t.jsonl", "--deadline", "3", "Read",
+                        env=groq_env(server))
+    assert result.returncode == 0, result.stderr
+    assert "lines 19000000-19000001 of 20000000" in trace_records(workspace / "t.jsonl")[2]["result"]
+
+
+@pytest.mark.phase(3)
+@pytest.mark.files("guards.py", "tools.py")
+def test_a_write_too_long_to_diff_says_so_at_once(load, workspace):
+    """A write whose file has more lines than MAX_DIFF_LINES, before or after: the question gives the counts
+    instead of a diff, whose cost grows faster than its length (20,000 short lines took 16 s)."""
+    tools = load("tools")
+    (workspace / "cycle.txt").write_text("".join(f"{n % 201}\n" for n in range(20_000)))
+    action, question = tools.plan("write_file", {"path": "cycle.txt",
+                                                 "content": "".join(f"{n * 7 % 201}\n" for n in range(20_000))})
+    assert question.startswith("Write cycle.txt: 20000 lines replaced by 20000, too many to show a diff"), question

@@ -346,11 +346,10 @@ class Once:
 
 
 def assemble(stream, on_text):
-    """Build one whole response from a stream. Text goes to on_text as it arrives; each tool call is put together
-    from its pieces (by index, else by id, else the latest call; a name repeated in every piece counts once);
-    usage comes on the finish chunk (Groq) or a chunk of its own (OpenAI), so the last one seen wins; only the
-    first choice (index 0) counts. A stream that breaks after its finish chunk is complete; one that breaks
-    before it, or sends a chunk that is no chunk, is a BrokenReply."""
+    """Build one whole response from a stream. Text goes to on_text as it arrives; each tool call is put together from
+    its pieces (see add_piece: servers send them differently); usage comes on the finish chunk (Groq) or a chunk of
+    its own (OpenAI), so the last one seen wins; only the first choice (index 0) counts. A stream that breaks after
+    its finish chunk is complete; one that breaks before it, or sends a chunk that is no chunk, is a BrokenReply."""
     if "json" in stream.response.headers.get("content-type", ""):  # an error sent as JSON, not as a stream
         said = stream.response.read().decode("utf-8", errors="replace")
         raise BrokenReply(f"the server answered the stream request with JSON: {said[:300]}")
@@ -429,23 +428,38 @@ def events(lines):
 
 
 def add_piece(calls, part):
-    """Add one streamed tool-call piece (JSON) to calls (a list of {"index", "id", "function"} dicts)."""
+    """Add one streamed tool-call piece (JSON) to calls (a list of {"index", "id", "function"} dicts). A piece
+    belongs to the call with its id; without an id, to the call with its index; without either, to the latest
+    call, unless it names a tool once that call's arguments are whole (then it starts the next call). Servers
+    differ: OpenAI sends a call's id once and its index always, Ollama index 0 for every call with its own id,
+    some servers neither, and some a call's name in every piece."""
     if not isinstance(part, dict) or not isinstance(part.get("function") or {}, dict):
         raise BrokenReply(f"a tool call piece that is no piece: {str(part)[:200]}")
     index, call_id, function = part.get("index"), part.get("id") or "", part.get("function") or {}
-    same = [c for c in calls if (index is not None and c["index"] == index) or (index is None and call_id and
-                                                                                 c["id"] == call_id)]
-    if same or (index is None and not call_id and calls):
-        call = same[0] if same else calls[-1]
+    name, arguments = text(function.get("name")) or "", function.get("arguments") or ""
+    if call_id:
+        same = [call for call in calls if call["id"] == call_id]
+    elif index is not None:
+        same = [call for call in calls if call["index"] == index]
+    else:
+        same = calls[-1:] if calls and not (name and whole(calls[-1]["function"]["arguments"])) else []
+    if same:
+        call = same[-1]
     else:
         call = {"index": index, "id": call_id, "function": {"name": "", "arguments": ""}}
         calls.append(call)
-    call["id"] = call["id"] or call_id
-    name, arguments = text(function.get("name")) or "", function.get("arguments") or ""
     if name and not name.startswith(call["function"]["name"]):  # a name sent again whole is not added twice
         name = call["function"]["name"] + name
     call["function"]["name"] = name or call["function"]["name"]
     call["function"]["arguments"] += arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def whole(arguments):
+    """True when a call's arguments so far are one whole JSON object."""
+    try:
+        return isinstance(json.loads(arguments), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 def retry_wait(error, attempt):
@@ -518,8 +532,12 @@ def explain(error, backend, streamed=False):
     """Turn a failure into one paragraph: what went wrong, where, and what to change."""
     openai = sdk()
     key_var = BACKENDS.get(backend["name"], {}).get("key_var") or "API_KEY"
-    if isinstance(error, (openai.APIConnectionError, TimeoutError)):  # timeouts included
-        said = getattr(error, "message", None) or "no answer in time"
+    if isinstance(error, (openai.APITimeoutError, TimeoutError)):  # it answered too slowly, or not at all
+        return (f"{where(backend)} did not finish answering within {TIMEOUT} s. A local model can be that slow: "
+                "raise TIMEOUT in backend.py, or try a smaller model; else check that the server is running and "
+                "that BASE_URL is right.")
+    if isinstance(error, openai.APIConnectionError):
+        said = getattr(error, "message", None) or "the connection failed"
         return (f"Could not reach {where(backend)}: {said.rstrip('.')}. Check that the server is running, that "
                 "BASE_URL is right (or unset it), and your network.")
     if isinstance(error, BrokenReply) or not hasattr(error, "status_code"):  # no HTTP status: a broken reply
