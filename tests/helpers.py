@@ -110,8 +110,8 @@ def run_warm(cwd, *args, env=None, input="", timeout=60):
     """`python SCRIPT.py ARGS...` in cwd, in a process forked from the warm one: a real process of its own, with its
     own environment, files and exit code, only without Python's start and openai's import."""
     with tempfile.TemporaryDirectory() as scratch:
-        paths = [Path(scratch, name) for name in ("stdin", "stdout", "stderr")]
-        for path, text in zip(paths, (input, "", "")):
+        paths = [Path(scratch, name) for name in ("stdin", "stdout", "stderr", "exit")]
+        for path, text in zip(paths, (input, "", "", "")):
             path.write_text(text)
         settings = (str(cwd), args, clean_env(**(env or {})), [str(p) for p in paths])
         child = WARM.Process(target=warm_child, args=settings)
@@ -121,7 +121,10 @@ def run_warm(cwd, *args, env=None, input="", timeout=60):
             child.kill()
             child.join()
             raise subprocess.TimeoutExpired(args, timeout)
-        return subprocess.CompletedProcess(args, child.exitcode, paths[1].read_text(), paths[2].read_text())
+        # the exit code comes in a file, as the output does: the forkserver reports a child whose status it
+        # could not pass on as 255, which made a passing run look failed now and then
+        code = int(paths[3].read_text() or child.exitcode)  # empty: killed by a signal before it could write
+        return subprocess.CompletedProcess(args, code, paths[1].read_text(), paths[2].read_text())
 
 
 def warm_child(cwd, args, env, paths):
@@ -129,6 +132,7 @@ def warm_child(cwd, args, env, paths):
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
+    *paths, exit_path = paths
     for fd, path, mode in zip((0, 1, 2), paths, (os.O_RDONLY, os.O_WRONLY, os.O_WRONLY)):
         os.dup2(os.open(path, mode), fd)
     sys.stdin, sys.stdout, sys.stderr = (open(0, closefd=False), open(1, "w", closefd=False, buffering=1),
@@ -150,4 +154,5 @@ def warm_child(cwd, args, env, paths):
         code = 1
     sys.stdout.flush()
     sys.stderr.flush()
+    Path(exit_path).write_text(str(code & 0xFF))  # as the operating system reports it: sys.exit(-1) is 255
     os._exit(code)
