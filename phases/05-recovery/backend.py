@@ -196,7 +196,7 @@ def send(backend, request, once):
         stream = completions.create(**request, stream=True, stream_options={"include_usage": True})
     except (ValueError, RecursionError) as error:  # a body that is not JSON, or JSON nested too deep
         raise BrokenReply(f"the server's reply is not JSON ({str(error)[:100]})") from None
-    return checked(assemble(stream, once))
+    return assemble(stream, once)
 
 
 def checked(response):
