@@ -79,6 +79,7 @@ SAFE_GIT_CONFIG = (
     "remote.*.url", "remote.*.pushurl", "remote.*.fetch", "remote.*.tagopt", "branch.*.remote", "branch.*.merge",
     "branch.*.rebase", "user.name", "user.email", "init.defaultbranch", "pull.rebase", "gc.auto",
 )
+PATH_MAX = os.pathconf("/", "PC_PATH_MAX") if hasattr(os, "pathconf") else 260  # the longest path followed whole
 GIT_CHECK_SECONDS = 2  # the checks before a git command (its config, revisions, history) end by then: they then ask
 # The files in .git that may have other names: git's own objects, loose and packed, and their binary indexes, which
 # a local clone hard-links. Not a text file git reads and may quote in an error (packed-refs, a commit-graph chain).
@@ -115,11 +116,13 @@ def visible(text, keep="\n\t"):
 
 
 def exact(text):
-    """Text as a question shows what will run: on one line, in ASCII, every other character spelled out. A blank
-    letter (U+3164, U+2800) or a look-alike would otherwise make a command read as something it is not.
+    """Text as a question shows what will run: on one line, in ASCII, every other character spelled out, and a run
+    of spaces counted. A blank letter (U+3164, U+2800), a look-alike or 4000 spaces would otherwise make a command
+    read as something it is not.
 
     Example: exact("echo ok\u3164# x") -> "echo ok\\u3164# x" """
-    return visible(text, keep="").encode("ascii", errors="backslashreplace").decode("ascii")
+    shown = visible(text, keep="").encode("ascii", errors="backslashreplace").decode("ascii")
+    return re.sub(r" {4,}", lambda spaces: f" [{len(spaces.group())} spaces] ", shown)  # they push the rest away
 
 
 def is_secret(path):
@@ -258,6 +261,9 @@ def refuse_secrets(command):
     for word in words:
         if secret_path(word):
             raise Refused(f"{word} is a secret file, and the model may not read credentials")
+        if "/" in word and resolved(word) is None:
+            raise Refused(f"{word[:100]} is a path that cannot be checked (a link loop, or longer than PATH_MAX "
+                          f"= {PATH_MAX} bytes from the root), so it could lead to a secret")
 
 
 def secret_path(word):
@@ -267,9 +273,14 @@ def secret_path(word):
 
 
 def resolved(word):
-    """The real path a word names, links followed; None when it names none (a link loop, a NUL character)."""
+    """The real path a word names, links followed; None when it names none that can be checked: a link loop, a NUL
+    character, or a path too long to follow whole from the root (Python then stops following links, while the
+    program, opening it from the workspace, would follow them all)."""
+    full = real_root() / word
+    if len(os.fsencode(str(full))) >= PATH_MAX:
+        return None
     try:
-        return (real_root() / word).resolve()
+        return full.resolve()
     except (OSError, RuntimeError, ValueError):
         return None
 

@@ -96,6 +96,14 @@ def test_a_question_spells_out_every_character_that_is_not_ascii(load, workspace
     assert question.isascii() and spelled in question and "touch pwned" in question, question
 
 
+def test_a_run_of_spaces_in_a_question_is_counted(load, workspace):
+    """4000 spaces would push the start of a command out of view, leaving `# git status? [y/N]` on screen: the
+    question counts them instead."""
+    action, question = load("tools").plan("run_shell", {"command": "sh -c 'echo x'" + " " * 4000 + "# git status"})
+    assert "[4000 spaces]" in question and len(question) < 100, question
+    assert question.startswith("Run in a shell: sh -c"), question
+
+
 def test_a_name_in_a_question_stays_on_one_line(load, workspace):
     """A path with line breaks in it (a folder a workspace ships, or the model's own path) cannot forge a line of
     the question: every name is shown on one line, its line breaks spelled out; only the diff keeps its own."""
@@ -512,6 +520,26 @@ def test_a_proc_self_path_means_the_same_to_the_check_and_the_command(harness, s
     results = [m["content"] for m in server.requests[-1]["body"]["messages"] if m["role"] == "tool"]
     assert len(results) == 2 and all("declined" in result or "refused" in result for result in results), results
     assert SECRET not in done.stdout + "".join(results) and "not yours" not in done.stdout, done.stdout
+
+
+def test_a_path_too_long_to_follow_from_the_root_is_not_plain(load, harness, server, workspace):
+    """A link at the end of a path that is under PATH_MAX from the workspace (where the program opens it) but over
+    it from the root (where the check follows it): the check cannot see the link, so the command is not plain,
+    and approved, it is refused: it could lead to .env."""
+    guards = load("guards")
+    root = str(guards.real_root())
+    need = guards.PATH_MAX - len(root) - 1  # the word's length at which the whole path reaches PATH_MAX
+    parts = ["d" * 250] * -(-(need - 250) // 251)  # folders of 250 characters, then a link's name of at most 252
+    last = "l" * (need - 251 * len(parts) + 2)
+    os.makedirs(workspace / "/".join(parts))
+    folder = os.open(workspace / "/".join(parts), os.O_RDONLY | os.O_DIRECTORY)
+    os.symlink(workspace / ".env", last, dir_fd=folder)  # made from its folder: the whole name is too long
+    os.close(folder)
+    word = "/".join(parts + [last])
+    assert len(word) < guards.PATH_MAX <= len(root) + 1 + len(word)
+    results, asked = turn(harness, server, shell(f"cat {word}"), shell(f"head -n 5 {word}"), approve=lambda q: True)
+    assert all("refused" in result and "cannot be checked" in result for result in results), results
+    assert SECRET not in "".join(results)
 
 
 def test_links_that_lead_out_make_a_command_ask(harness, server, workspace):
