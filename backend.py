@@ -35,6 +35,11 @@ TIMEOUT = 60  # seconds one try may take in all, connecting, waiting and reading
 RETRIES = 3  # tries after the first, for failures that may pass
 MAX_WAIT = 60  # seconds; a provider asking for a longer wait gets no retry
 MAX_REPLY_CHARS = 1_000_000  # a reply longer than this is cut and counts as incomplete
+MAX_REPLY_CALLS = 128  # and so is one with more tool calls: no turn needs them, and each costs a check and a record
+# finish_reason as servers send it -> as the SDK's type knows it. TGI says eos_token and stop_sequence for a
+# finished answer; any other reason not here ("error", Mistral's "model_length") means not finished: length.
+FINISH_REASONS = {"stop": "stop", "eos_token": "stop", "stop_sequence": "stop", "end_turn": "stop",
+                  "tool_calls": "tool_calls", "function_call": "tool_calls"}
 PROMPT = "Say hello in one short sentence."
 
 load_dotenv(ENV_FILE)  # variables already set in the environment win over .env
@@ -146,7 +151,8 @@ def chat(messages, tools=None, backend=None, deadline=None, options=None, on_tex
     openai = sdk()
     backend = backend or choose()
     # options first, so that the loop's own model, messages and tools replace any of theirs
-    request = {**(options or {}), "model": backend["model"], "messages": messages}
+    options = {key: value for key, value in (options or {}).items() if key not in ("stream", "stream_options")}
+    request = {**options, "model": backend["model"], "messages": messages}  # streaming is on_text's to decide
     if tools:
         request["tools"] = tools  # some servers reject an empty tools list
     once = Once(on_text) if on_text else None
@@ -231,8 +237,19 @@ def post_chat(api, request):
     try:
         return api.post("/chat/completions", body=request, cast_to=object, stream=stream,
                         stream_cls=openai.Stream[openai.types.chat.ChatCompletionChunk] if stream else None)
-    except (ValueError, RecursionError) as error:  # a body that is not JSON, or JSON nested too deep
+    except (ValueError, RecursionError) as error:  # a body that is not JSON, or JSON nested too deep; or ours
+        unsendable(request)
         raise BrokenReply(f"the server's reply is not JSON ({str(error)[:100]})") from None
+
+
+def unsendable(request):
+    """Raise BackendError when the request itself is no JSON (a NaN in the options or in a schema): it is ours to
+    fix, and retrying would only send it again. Asked only after a failure, so a good request costs nothing."""
+    try:
+        json.dumps(request, allow_nan=False)
+    except (ValueError, TypeError, RecursionError) as error:
+        raise BackendError(f"the request cannot be sent as JSON ({error}): check the options and the output "
+                           "schema for NaN, Infinity or values that are not JSON") from None
 
 
 def checked(response):
@@ -273,12 +290,11 @@ def completion(message, finish, usage):
                                      else json.dumps(arguments)) or ""
         call["id"] = call.get("id") if isinstance(call.get("id"), str) else ""
     size = len(message["content"] or "") + sum(len(call["function"]["arguments"]) for call in calls)
-    if size > MAX_REPLY_CHARS:
+    if size > MAX_REPLY_CHARS or len(calls) > MAX_REPLY_CALLS:
         message["content"], calls, finish = (message["content"] or "")[:MAX_REPLY_CHARS], [], "length"
     counted = isinstance(usage, dict) and all(isinstance(usage.get(key), int) for key in
                                               ("prompt_tokens", "completion_tokens", "total_tokens"))
-    known = ("stop", "length", "tool_calls", "content_filter")  # the values the SDK's type allows
-    finish = finish if finish in known or finish is None else "length"  # "error", "model_length": not finished
+    finish = FINISH_REASONS.get(finish, finish if finish in (None, "length", "content_filter") else "length")
     try:
         return sdk().types.chat.ChatCompletion.model_validate({
             "id": "reply", "object": "chat.completion", "created": 0, "model": "",
@@ -354,11 +370,11 @@ def assemble(stream, on_text):
     if "json" in stream.response.headers.get("content-type", ""):  # an error sent as JSON, not as a stream
         said = stream.response.read().decode("utf-8", errors="replace")
         raise BrokenReply(f"the server answered the stream request with JSON: {said[:300]}")
-    parts, calls, finish, usage = {"content": "", "refusal": ""}, [], None, None
+    parts, calls, finish, usage, size = {"content": "", "refusal": ""}, [], None, None, 0
     try:
         for chunk in chunks(stream):
-            if len(parts["content"]) + sum(len(call["function"]["arguments"]) for call in calls) > MAX_REPLY_CHARS:
-                finish = "length"  # enough: completion() cuts it, and reading on would only fill memory
+            if size > MAX_REPLY_CHARS or len(calls) > MAX_REPLY_CALLS:
+                finish = "length"  # enough: completion() cuts it, and reading on would only fill memory and time
                 break
             usage = chunk.get("usage") or usage
             for choice in listed(chunk.get("choices"), "choices"):
@@ -369,11 +385,11 @@ def assemble(stream, on_text):
                 delta = choice.get("delta") or {}
                 for field in parts:
                     piece = text(delta.get(field)) or ""
-                    parts[field] += piece
+                    parts[field], size = parts[field] + piece, size + len(piece)
                     if field == "content" and piece:
                         on_text(piece)
                 for part in listed(delta.get("tool_calls"), "tool_calls"):
-                    add_piece(calls, part)
+                    size += add_piece(calls, part)
                 finish = choice.get("finish_reason") or finish
     except BrokenReply:
         if finish is None:
@@ -429,11 +445,11 @@ def events(lines):
 
 
 def add_piece(calls, part):
-    """Add one streamed tool-call piece (JSON) to calls (a list of {"index", "id", "function"} dicts). A piece
-    belongs to the call with its id; without an id, to the call with its index; without either, to the latest
-    call, unless it names a tool once that call's arguments are whole (then it starts the next call). Servers
-    differ: OpenAI sends a call's id once and its index always, Ollama index 0 for every call with its own id,
-    some servers neither, and some a call's name in every piece."""
+    """Add one streamed tool-call piece (JSON) to calls (a list of {"index", "id", "function"} dicts), and return how
+    many characters of arguments it added. A piece belongs to the call with its id; without an id, to the call with
+    its index; without either, to the latest call, unless it names a tool once that call's arguments are whole (then
+    it starts the next call). Servers differ: OpenAI sends a call's id once and its index always, Ollama index 0 for
+    every call with its own id, some servers neither, and some a call's name in every piece."""
     if not isinstance(part, dict) or not isinstance(part.get("function") or {}, dict):
         raise BrokenReply(f"a tool call piece that is no piece: {str(part)[:200]}")
     index, call_id, function = part.get("index"), part.get("id") or "", part.get("function") or {}
@@ -452,7 +468,9 @@ def add_piece(calls, part):
     if name and not name.startswith(call["function"]["name"]):  # a name sent again whole is not added twice
         name = call["function"]["name"] + name
     call["function"]["name"] = name or call["function"]["name"]
-    call["function"]["arguments"] += arguments if isinstance(arguments, str) else json.dumps(arguments)
+    arguments = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    call["function"]["arguments"] += arguments
+    return len(arguments)
 
 
 def whole(arguments):

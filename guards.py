@@ -79,6 +79,7 @@ SAFE_GIT_CONFIG = (
     "remote.*.url", "remote.*.pushurl", "remote.*.fetch", "remote.*.tagopt", "branch.*.remote", "branch.*.merge",
     "branch.*.rebase", "user.name", "user.email", "init.defaultbranch", "pull.rebase", "gc.auto",
 )
+MAX_COMMAND_CHARS = 10_000  # a longer command is refused: a script belongs in a file
 PATH_MAX = os.pathconf("/", "PC_PATH_MAX") if hasattr(os, "pathconf") else 260  # the longest path followed whole
 GIT_CHECK_SECONDS = 2  # the checks before a git command (its config, revisions, history) end by then: they then ask
 # The files in .git that may have other names: git's own objects, loose and packed, and their binary indexes, which
@@ -153,6 +154,8 @@ def inside_workspace(path):
     Example (WORKSPACE is /work): "notes/a.txt" -> /work/notes/a.txt;  "../etc/passwd" -> Refused
     """
     root = real_root()
+    if len(os.fsencode(str(root / path))) >= PATH_MAX:  # no file has such a name; following one costs seconds
+        raise Refused(f"{path[:100]}... is longer than PATH_MAX ({PATH_MAX} bytes) from the root")
     full = (root / path).resolve()  # resolve() follows symlinks, so a link cannot lead out
     if not full.is_relative_to(root):
         raise Refused(f"{path} is outside the workspace; use paths inside {WORKSPACE}")
@@ -252,7 +255,11 @@ def plain_command(command, deadline=None):
 
 def refuse_secrets(command):
     """Refuse a command that names a secret file, as the shell would read its words: `cat .env`,
-    `cat .e""nv` (the shell joins the quotes away), `git show HEAD:.env`, or a link whose real file is a secret."""
+    `cat .e""nv` (the shell joins the quotes away), `git show HEAD:.env`, or a link whose real file is a secret.
+    A command longer than MAX_COMMAND_CHARS is refused: checking its every word would take longer than a run."""
+    if len(command) > MAX_COMMAND_CHARS:
+        raise Refused(f"the command is {len(command)} characters long, and the most is {MAX_COMMAND_CHARS}: write "
+                      "a long script to a file with write_file, then run the file")
     words = re.findall(r"[^\s;&|<>()`'\"=:]+", command)
     try:
         words += shlex.split(command)

@@ -14,6 +14,7 @@ import argparse
 import errno
 import json
 import os
+import shlex
 import signal
 import stat
 import sys
@@ -31,6 +32,7 @@ MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank chec
 MAX_TOOL_CALLS = 30  # tool calls per task, refused ones included
 SAME_CALL_LIMIT = 3  # the same call in this many turns in a row: the model is told; once more and the run stops
 OUTPUT_TRIES = 3  # answers that fail the output schema before the run ends as invalid_output
+MAX_SCHEMA_DEPTH = 10  # objects nested in an --output-schema; more is refused
 GRACE = 0.5  # seconds past the deadline a tool may take to say how it was stopped
 BACKSTOP = 0.7  # seconds past the deadline, or after a signal, that a wait on the terminal is cut short
 TRACE_CHARS = 20_000  # longest text kept in one trace field; the rest is counted, not written
@@ -431,9 +433,10 @@ def repeats(settings, calls):
 
 def meaning(call):
     """A call as (name, arguments in one spelling): the arguments parsed, the schema's defaults filled in, a path
-    written plainly. A call that breaks its tool's contract means what it says.
+    as the place it names, a command as its words. A call that breaks its tool's contract means what it says.
 
-    Example: read_file '{"path":"./a", "offset": 1}' -> ("read_file", '{"limit": 200, "offset": 1, "path": "a"}')
+    Example (WORKSPACE is /w): read_file '{"path":"./a", "offset": 1}'
+             -> ("read_file", '{"limit": 200, "offset": 1, "path": "/w/a"}')
     """
     name = call.function.name
     try:
@@ -442,8 +445,13 @@ def meaning(call):
         return name, call.function.arguments
     defaults = {arg: part["default"] for arg, part in SCHEMAS[name]["properties"].items() if "default" in part}
     args = {**defaults, **args}
-    if isinstance(args.get("path"), str):
-        args["path"] = os.path.normpath(args["path"])
+    if isinstance(args.get("path"), str):  # the place it names: ./a, a/, /workspace/a and ../workspace/a are a
+        args["path"] = os.path.normpath(os.path.join(guards.WORKSPACE, args["path"]))
+    if name == "run_shell":  # the words the shell would see: spacing and quotes do not count
+        try:
+            args["command"] = shlex.split(args["command"])
+        except ValueError:
+            pass
     return name, json.dumps(args, sort_keys=True)
 
 
@@ -622,17 +630,23 @@ def arguments(argv=None):
     if args.tool_choice and args.tool_choice not in ("auto", "none", "required", *REGISTRY):
         parser.error(f"--tool-choice {args.tool_choice}: use auto, none, required or one of {', '.join(REGISTRY)}")
     try:
-        args.output = model_from_schema(json.loads(Path(args.output_schema).read_text())) if args.output_schema \
-            else None
-    except (OSError, ValueError) as error:
-        parser.error(f"--output-schema {args.output_schema}: {error}")
+        args.output = model_from_schema(json.loads(Path(args.output_schema).read_text(), parse_constant=no_nan)) \
+            if args.output_schema else None
+    except (OSError, ValueError, TypeError, AttributeError, AssertionError, RecursionError, RuntimeError) as error:
+        # what a schema file can make go wrong: unreadable, not JSON, a shape model_from_schema cannot use
+        parser.error(f"--output-schema {args.output_schema}: {type(error).__name__}: {str(error)[:300]}")
     return args
+
+
+def no_nan(constant):
+    """json.loads's parse_constant: NaN and Infinity are Python's, not JSON's, and no request may carry them."""
+    raise ValueError(f"{constant} is not JSON")
 
 
 SCHEMA_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool}
 
 
-def model_from_schema(schema, name="Answer"):
+def model_from_schema(schema, name="Answer", depth=0):
     """A Pydantic model for a JSON Schema of an object: type, properties, required, items, enum and description
     are understood; any other keyword is refused rather than ignored.
 
@@ -653,13 +667,15 @@ def model_from_schema(schema, name="Answer"):
         if part.get("type") == "array":
             return List[annotation(part.get("items", {"type": "string"}), f"{where}.items")]
         if part.get("type") == "object":
-            return model_from_schema(part, where.title().replace(".", ""))
+            return model_from_schema(part, where.title().replace(".", ""), depth + 1)
         if part.get("type") not in SCHEMA_TYPES:
             raise ValueError(f"{where}: type {part.get('type')!r} is not supported here")
         return SCHEMA_TYPES[part["type"]]
 
     if schema.get("type") != "object" or not isinstance(schema.get("properties"), dict):
         raise ValueError("the schema must describe an object with properties")
+    if depth > MAX_SCHEMA_DEPTH:  # deeper, Pydantic's own recursion runs out later, in the middle of a run
+        raise ValueError(f"objects nested more than {MAX_SCHEMA_DEPTH} deep are not supported here")
     required = set(schema.get("required", []))
     fields = {key: (annotation(part, key) if key in required else Optional[annotation(part, key)],
                     Field(... if key in required else None, description=part.get("description")))

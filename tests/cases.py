@@ -231,6 +231,11 @@ CASES = {
         "script": [{"tool_calls": [call("run_shell", {"command": "sleep 1; echo once"}, id=f"s{n}")
                                    for n in range(3)]}, "Slept."],
         "expect": {"status": "answered", "exit": 0, "results": ["once", "once", "once"], "seconds": 4}},
+    "same_command_spelled_otherwise_is_the_same_call": {
+        "task": "Read notes.txt",
+        "script": [{"tool_calls": [call("run_shell", {"command": command})]}
+                   for command in ("cat notes.txt", "cat  notes.txt", "cat 'notes.txt'", " cat notes.txt")],
+        "expect": {"status": "repeated", "exit": 3, "requests": 4}},
     "same_call_spelled_otherwise_is_the_same_call": {
         "task": "Read notes.txt",
         "script": [READ, {"tool_calls": [call("read_file", {"path": "./notes.txt"})]},
@@ -392,6 +397,27 @@ CASES = {
         "task": "Write a lot", "args": ["--stream"],
         "script": [{"events": [chunk({"content": "x" * 100_000})] * 30 + [chunk({}, "stop")]}],
         "expect": {"status": "incomplete", "exit": 4, "trace_under": 200_000}},
+
+    "a_path_or_command_too_long_is_refused_at_once": {
+        "task": "Read it", "args": ["--deadline", "3"],
+        "script": [{"tool_calls": [call("read_file", {"path": "a/" * 200_000 + "x"}, id="r1"),
+                                   call("run_shell", {"command": "cat " + "a/" * 100_000 + "x"}, id="r2")]},
+                   "Too long."],
+        "expect": {"status": "answered", "exit": 0, "seconds": 5,
+                   "results": ["longer than PATH_MAX", "characters long"]}},
+    "too_many_calls_in_one_reply_are_cut": {
+        "task": "List", "args": ["--deadline", "5"],
+        "script": [{"tool_calls": [call("list_dir", {"path": f"d{n}"}) for n in range(5000)]}],
+        "expect": {"status": "incomplete", "exit": 4, "seconds": 6, "trace_under": 200_000}},
+    "too_many_calls_in_one_stream_are_cut": {
+        "task": "List", "args": ["--stream", "--deadline", "5"],
+        "script": [{"events": [chunk({"tool_calls": [{"index": n, "id": f"c{n}", "type": "function", "function": {
+            "name": "list_dir", "arguments": "{}"}}]}) for n in range(5000)] + [chunk({}, "tool_calls")]}],
+        "expect": {"status": "incomplete", "exit": 4, "seconds": 6, "trace_under": 200_000}},
+    "finish_reasons_of_a_finished_answer_from_other_servers": {
+        "task": "What is 2+2?",
+        "script": [{"content": "4.", "finish_reason": "eos_token"}],
+        "expect": {"status": "answered", "exit": 0, "answer": "4."}},
 
     # Endings that say what happened.
     "content_filter_is_its_own_ending": {

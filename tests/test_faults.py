@@ -316,3 +316,35 @@ def test_a_write_too_long_to_diff_says_so_at_once(load, workspace):
     action, question = tools.plan("write_file", {"path": "cycle.txt",
                                                  "content": "".join(f"{n * 7 % 201}\n" for n in range(20_000))})
     assert question.startswith("Write cycle.txt: 20000 lines replaced by 20000, too many to show a diff"), question
+
+
+@pytest.mark.phase(7)
+@pytest.mark.parametrize("schema", [
+    '{"type": "object", "properties": {"a": {"type": ["string", "null"]}}}',
+    '{"type": "object", "properties": {"a": {"enum": []}}}',
+    '{"type": "object", "properties": {"a": {"enum": [NaN]}}}',
+    '{"type": "object", "properties": {"a": {"type": "string"}}, "required": 5}',
+    '{"type": "object", "properties": {"_a": {"type": "string"}}}',
+    '{"type": "object", "title": 7, "properties": {}}',
+    "[1]",
+    '{"type": "object", "properties": {"a": ' * 40 + '{"type": "string"}' + "}}" * 40,
+], ids=["type-list", "empty-enum", "nan", "required-number", "underscore", "title-number", "a-list", "deep"])
+def test_a_schema_the_harness_cannot_use_is_a_usage_error(workspace, schema):
+    """--output-schema with a shape the harness cannot use (a type list, an empty enum, NaN, a leading underscore,
+    objects nested 40 deep, ...): a usage message naming the file and the reason, exit 2, never a traceback."""
+    (workspace / "schema.json").write_text(schema)
+    result = run_python(workspace, "harness.py", "--output-schema", "schema.json", "Hi", env={"BACKEND": "demo"})
+    assert result.returncode == 2 and "--output-schema schema.json" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+
+
+@pytest.mark.phase(5)
+def test_options_that_are_no_json_or_clash_with_the_loop(harness, server):
+    """options={"temperature": NaN} cannot be sent: one message saying so, no request, no retries blamed on the
+    server. options={"stream": True} is the loop's to decide: it is left out, and the run answers."""
+    result = harness.run("Hi", backend=scripted_backend(server), options={"temperature": float("nan")})
+    assert result.status == "provider_error" and "cannot be sent as JSON" in result.error, result.error
+    assert len(server.requests) == 0
+    server.push("Hi.")
+    result = harness.run("Hi", backend=scripted_backend(server), options={"stream": True})
+    assert result.status == "answered" and result.answer == "Hi.", result

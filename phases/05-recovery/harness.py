@@ -13,6 +13,7 @@ import argparse
 import errno
 import json
 import os
+import shlex
 import signal
 import stat
 import sys
@@ -357,9 +358,10 @@ def repeats(settings, calls):
 
 def meaning(call):
     """A call as (name, arguments in one spelling): the arguments parsed, the schema's defaults filled in, a path
-    written plainly. A call that breaks its tool's contract means what it says.
+    as the place it names, a command as its words. A call that breaks its tool's contract means what it says.
 
-    Example: read_file '{"path":"./a", "offset": 1}' -> ("read_file", '{"limit": 200, "offset": 1, "path": "a"}')
+    Example (WORKSPACE is /w): read_file '{"path":"./a", "offset": 1}'
+             -> ("read_file", '{"limit": 200, "offset": 1, "path": "/w/a"}')
     """
     name = call.function.name
     try:
@@ -368,8 +370,13 @@ def meaning(call):
         return name, call.function.arguments
     defaults = {arg: part["default"] for arg, part in SCHEMAS[name]["properties"].items() if "default" in part}
     args = {**defaults, **args}
-    if isinstance(args.get("path"), str):
-        args["path"] = os.path.normpath(args["path"])
+    if isinstance(args.get("path"), str):  # the place it names: ./a, a/, /workspace/a and ../workspace/a are a
+        args["path"] = os.path.normpath(os.path.join(guards.WORKSPACE, args["path"]))
+    if name == "run_shell":  # the words the shell would see: spacing and quotes do not count
+        try:
+            args["command"] = shlex.split(args["command"])
+        except ValueError:
+            pass
     return name, json.dumps(args, sort_keys=True)
 
 
