@@ -153,10 +153,10 @@ def inside_workspace(path):
 
     Example (WORKSPACE is /work): "notes/a.txt" -> /work/notes/a.txt;  "../etc/passwd" -> Refused
     """
-    root = real_root()
-    if len(os.fsencode(str(root / path))) >= PATH_MAX:  # no file has such a name; following one costs seconds
-        raise Refused(f"{path[:100]}... is longer than PATH_MAX ({PATH_MAX} bytes) from the root")
-    full = (root / path).resolve()  # resolve() follows symlinks, so a link cannot lead out
+    root, full = real_root(), resolved(path)  # links followed, so a link cannot lead out
+    if full is None:
+        raise Refused(f"{path[:100]} cannot be followed: a link loop, a NUL, or longer than PATH_MAX "
+                      f"({PATH_MAX} bytes) from the root")
     if not full.is_relative_to(root):
         raise Refused(f"{path} is outside the workspace; use paths inside {WORKSPACE}")
     if is_secret(path) or is_secret(full):  # where it really is: the workspace may itself be in ~/.kube

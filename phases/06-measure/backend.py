@@ -249,22 +249,15 @@ def unsendable(request):
                            "schema for NaN, Infinity or values that are not JSON") from None
 
 
-def checked(response):
-    """A non-streamed response, checked and mended by completion(): its first choice's message, finish_reason
-    and usage."""
-    data = plain(response)
+def checked(data):
+    """A non-streamed reply, as the server's JSON (see post_chat), checked and mended by completion(): its first
+    choice's message, finish_reason and usage."""
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         said = data.get("error") if isinstance(data, dict) else None
         raise BrokenReply(f"the server answered without a reply: {str(said or data)[:200] or 'an empty body'}")
     choice = next((c for c in choices if isinstance(c, dict) and c.get("index") == 0), choices[0])
     return completion(choice.get("message"), choice.get("finish_reason"), data.get("usage"))
-
-
-def plain(value):
-    """A value the SDK built from a server's JSON, as that JSON again. The SDK builds its objects without
-    checking them (a message may be a string, an id a number), so completion() checks the JSON, once."""
-    return value.model_dump(warnings=False, exclude_unset=True) if hasattr(value, "model_dump") else value
 
 
 def completion(message, finish, usage):
