@@ -3,47 +3,50 @@
 Run:  python harness.py "List the files here, then read backend.py and tell me which model it calls."
       python harness.py --stream --deadline 60 --trace run.jsonl "Run `make test` and tell me what failed"
       python harness.py --output-schema answer.json "How many files are here? Answer as JSON."
-Every call is checked against its tool's schema, a write or a command that is not plainly read-only runs only
-after you say yes, the calls of one turn run at the same time, and every run ends with a status and exit code.
+The model proposes; plan() in tools.py decides what runs at once, what asks you first, and what never runs.
+Every run ends with a status and an exit code: answered, the budget that ran out first, or what went wrong.
 """
 import time
 
 STARTED = time.monotonic()  # --deadline counts from here: the imports below take most of a second
 
 import argparse
-import errno
 import json
+import logging
 import os
 import shlex
 import signal
-import stat
 import sys
 import threading
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import guards
 import shell
-from backend import BACKENDS, BackendError, OutOfTime, chat, choose
-from guards import ToolError, visible
-from tools import MAX_CHARS, NOTE_ROOM, REGISTRY, SCHEMAS, TOOLS, BadCall, check_call, plan
+from backend import BACKENDS, ENV_FILE, BackendError, chat, choose, known_secrets
+from guards import ToolError, mask, shown
+from tools import TOOLS, BadCall, check_call, plan, truncate
 
 MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
 MAX_TOOL_CALLS = 30  # tool calls per task, refused ones included
+SHOWN_CHARS = 200  # of a call's arguments printed on screen; the model gets them whole
+CHARS_PER_TOKEN = 4  # to estimate tokens when a server does not count them
+GRACE = 1  # seconds past the deadline that a command stopped by it (or the run's report) has to finish
+TRACE_CHARS = 20_000  # longest text kept in one field of the trace; the rest is counted, not written
+OUTPUT_TRIES = 3  # answers that do not fit the output schema before the run ends as invalid_output
+FINAL_TOOL = "final_answer"  # the tool a model gives an answer with a shape to
+SCHEMA_WORDS = {"type", "properties", "required", "items", "enum", "description", "title", "default", "examples",
+                "additionalProperties"}  # what problem() checks, or what changes nothing; anything else is refused
 SAME_CALL_LIMIT = 3  # the same call in this many turns in a row: the model is told; once more and the run stops
-OUTPUT_TRIES = 3  # answers that fail the output schema before the run ends as invalid_output
-MAX_SCHEMA_DEPTH = 10  # objects nested in an --output-schema; more is refused
-GRACE = 0.5  # seconds past the deadline a tool may take to say how it was stopped
-BACKSTOP = 0.7  # seconds past the deadline, or after a signal, that a wait on the terminal is cut short
-TRACE_CHARS = 20_000  # longest text kept in one trace field; the rest is counted, not written
-FINAL_TOOL = "final_answer"  # the tool a model calls with a structured answer, when the backend takes no schema
 EXIT_CODES = {"answered": 0, "provider_error": 1, "output_error": 1, "step_limit": 3, "tool_call_limit": 3,
               "token_limit": 3, "deadline": 3, "repeated": 3, "incomplete": 4, "content_filter": 4, "refused": 4,
               "invalid_output": 4, "interrupted": 130}
-SIGNAL_EXIT = {signal.SIGINT: 130, getattr(signal, "SIGTERM", 15): 143, getattr(signal, "SIGHUP", 1): 129}
 SYSTEM = ("You are a careful assistant working in the user's workspace directory. "
           "Use the tools to look at the files before you answer, then answer briefly.")
 EMPTY_ANSWER = "Your reply was empty. Answer the task in words, or call a tool."
+SIGNAL_EXIT = {"SIGINT": 130, "SIGTERM": 143, "SIGHUP": 129}  # SIGTERM and SIGHUP end a run as Ctrl-C does
+BLOCKED = []  # writes to standard output given up on: a thread still waits in one, holding its lock
 
 
 @dataclass
@@ -51,45 +54,22 @@ class Limits:
     """The budgets of one run; None means no limit."""
     max_steps: int = MAX_STEPS
     max_tool_calls: int = MAX_TOOL_CALLS
-    max_tokens: int | None = None  # tokens as the provider counts them (estimated when it sends no count)
-    deadline: float | None = None  # seconds of wall-clock time, from `started`
+    max_tokens: int | None = None  # tokens as the server counts them (estimated when it sends no count)
+    deadline: float | None = None  # seconds of wall-clock time, from the run's start
 
 
 @dataclass
 class Result:
-    """How a run ended and what it used; messages is the whole conversation, ready to inspect or continue."""
+    """How a run ended and what it used; messages is the whole conversation, ready to read or to continue."""
     status: str = "running"  # then one of EXIT_CODES
     answer: str = ""
-    error: str = ""  # what went wrong, explained, when the status is not answered
+    error: str = ""  # what went wrong, in words, when the status is not answered
     steps: int = 0
     tool_calls: int = 0
     usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
     seconds: float = 0.0
     messages: list = field(default_factory=list)
-    output: object = None  # the validated answer, when run() was given output=
-
-
-@dataclass
-class Settings:
-    """What a run is set up with at its start (who answers, who approves, the budgets, the callbacks), and what
-    the loop keeps track of on the way."""
-    backend: dict
-    approve: object
-    limits: Limits
-    options: dict
-    started: float  # a time.monotonic(): the deadline counts from here
-    trace: "Trace" = None
-    on_text: object = None  # streamed text, as it arrives
-    on_call: object = None  # each tool call, before it is decided: on_call(step, name, arguments)
-    on_note: object = None  # each retry, in words
-    output: object = None  # a Pydantic model the answer must fit
-    final_tool: bool = False  # the answer comes as a call of FINAL_TOOL (the backend takes no schema with tools)
-    tool_choice: object = None  # "auto", "none", "required", or a tool's name: for the first request
-    parallel_tool_calls: bool | None = None
-    used_ids: set = field(default_factory=set)  # every call id so far: a repeated id is replaced
-    recent: list = field(default_factory=list)  # each turn's calls, by meaning: repeated-call handling
-    nudged: bool = False  # an empty reply was answered with a nudge already
-    bad_answers: int = 0  # answers that did not fit the output schema
+    output: object = None  # the answer as JSON, checked against the output schema, when run() was given one
 
 
 class Stop(Exception):
@@ -100,107 +80,82 @@ class Stop(Exception):
         self.status, self.error = status, error
 
 
-class Declined(ToolError):
-    """The person said no to a call."""
-
-
 class Trace:
-    """The JSONL trace: one JSON object a line, each with the run's id, appended whole in one write and flushed at
-    once, so runs sharing a file never mix their lines, and a crash loses nothing already done."""
+    """The JSONL trace: one JSON object a line, written whole and at once, so a crash loses nothing done."""
 
     def __init__(self, path=None):
-        self.run, self.file = os.urandom(6).hex(), None
+        self.run, self.file = os.urandom(4).hex(), None  # the run's id tells runs sharing a file apart
+        if path and os.path.exists(path) and not os.path.isfile(path):  # a pipe nobody reads would block
+            raise Stop("output_error", f"the trace {path} is not a regular file")
         try:
-            self.file = open(path, "ab", buffering=0, opener=regular_file) if path else None
+            self.file = open(path, "ab", buffering=0) if path else None
         except OSError as error:
-            raise Stop("output_error", f"the trace file {path} cannot be opened: {error.strerror}") from None
+            raise Stop("output_error", f"the trace {path} cannot be opened: {error.strerror}") from None
 
     def record(self, kind, **fields):
         if self.file:
-            fields = {name: capped(value, TRACE_CHARS) for name, value in fields.items()}
-            line = (json.dumps({"run": self.run, "type": kind, **fields}) + "\n").encode()  # ASCII only
+            fields = {name: truncate(value, TRACE_CHARS) if isinstance(value, str) else value
+                      for name, value in fields.items()}
             try:
-                while line:  # a write may take only a part (a signal, a file size limit): the rest follows
-                    line = line[self.file.write(line):]
+                self.file.write((json.dumps({"run": self.run, "type": kind, **fields}) + "\n").encode())
             except OSError as error:
-                self.file = None  # one message is enough
+                self.file = None  # once is enough
                 raise Stop("output_error", f"the trace could not be written: {error.strerror}") from None
 
 
-def regular_file(path, flags):
-    """An opener for open() that opens regular files only: a write to a FIFO or a terminal can wait for ever, past
-    any deadline, and so can opening a FIFO nobody reads (hence O_NONBLOCK, which Windows does without)."""
-    fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise OSError(errno.EINVAL, "it is not a regular file (a pipe or a device could hold the run up)")
-    return fd
-
-
-def capped(value, limit):
-    """A text any API takes, of at most limit characters: when longer, cut, with a note of how much was cut; a lone
-    surrogate (from a file name that is not UTF-8) replaced."""
-    if isinstance(value, str) and not value.isascii():
-        value = value.encode("utf-8", errors="replace").decode("utf-8")
-    if isinstance(value, str) and len(value) > limit:
-        kept = limit - NOTE_ROOM
-        return value[:kept] + f"[... {len(value) - kept} more characters cut]"
-    return value
+@dataclass
+class Settings:
+    """What a run is set up with: who answers, who approves, the budgets, the clock, the trace."""
+    backend: dict
+    approve: object
+    limits: Limits
+    deadline: float | None  # a time.monotonic(): the moment the run's time is up
+    trace: Trace
+    on_text: object = None  # streamed text, as it arrives
+    options: dict = field(default_factory=dict)  # tool_choice, parallel_tool_calls, temperature, ...
+    output: dict = None  # a JSON schema the answer must fit
+    bad_answers: int = 0  # answers that did not fit it
+    used_ids: set = field(default_factory=set)  # every tool call id so far: a repeated one is replaced
+    recent: list = field(default_factory=list)  # each turn's calls, by meaning, to see a model going round
 
 
 def ask_user(question):
-    """The default approval: ask on the terminal. Without a terminal, one line is read from standard input, and
-    the end of input means no."""
-    write(sys.stderr, f"{visible(question)}? [y/N] ")
-    try:
-        answer = waited_for("an answer", sys.stdin.readline)
-    except OutOfTime:
-        write(sys.stderr, "(no answer in time)\n")
-        raise
-    if not sys.stdin.isatty():
-        write(sys.stderr, (visible(answer.strip()) or "(end of input: no)") + "\n")  # show what was piped in
+    """The default approval: ask on the terminal; only y or yes is a yes, and the end of input is a no. The
+    question comes made safe to show (by guards.shown), so it is printed as it is."""
+    tell(f"{question}? [y/N] ", end="")
+    answer = sys.stdin.readline() if sys.stdin else ""
+    if not (sys.stdin and sys.stdin.isatty()):  # show what was piped in, as a terminal would have
+        tell(shown(answer.strip(), one_line=True) or "(end of input: no)")
     return answer.strip().lower() in ("y", "yes")
 
 
-def run(task, *, backend=None, approve=ask_user, limits=None, trace=None, options=None, history=(), on_text=None,
-        on_call=None, on_note=None, output=None, tool_choice=None, parallel_tool_calls=None, started=None):
-    """Run one task until it ends, and return a Result whose status says how it ended.
-    approve(question) decides the calls that need a person (only True means yes); limits is a Limits; trace is a
-    file name for the JSONL trace; options (temperature, ...) go with every request; history is an earlier
-    result.messages to continue from; on_text, on_call and on_note hear what happens as it happens; output is a
-    Pydantic model the answer must fit; tool_choice and parallel_tool_calls steer the model's calls; started is
-    the time.monotonic() the deadline counts from (default: now)."""
-    result = Result(messages=[*(history or [{"role": "system", "content": SYSTEM}]), {"role": "user", "content": task}])
-    settings = Settings(backend, approve, limits or Limits(), options or {}, started or time.monotonic(), Trace(),
-                        on_text, on_call, on_note, output, tool_choice=tool_choice,
-                        parallel_tool_calls=parallel_tool_calls, used_ids=call_ids(result.messages))
+def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=None, on_text=None, options=None,
+        output=None):
+    """Run one task until it ends, and return a Result whose status says how it ended. approve(question)
+    decides the calls that need a person (only True means yes); limits is a Limits; trace a file name for the
+    JSONL trace; started the time.monotonic() the deadline counts from (default: now); on_text, given, has the
+    reply streamed to it as it arrives; options go with every request (tool_choice with the first only);
+    output is a JSON schema the answer must fit, given by a call of FINAL_TOOL."""
+    limits, started = limits or Limits(), started or time.monotonic()
+    result = Result(messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}])
+    settings = Settings(backend, approve, limits, limits.deadline and started + limits.deadline, Trace(), on_text,
+                        options or {}, output)
     try:
         settings.trace = Trace(trace)
         settings.backend = backend or choose()
-        settings.final_tool = output is not None and not BACKENDS.get(settings.backend["name"], {}).get(
-            "schema_with_tools")
-        settings.trace.record("start", task=task, backend=settings.backend["name"], model=settings.backend["model"],
-                              limits=vars(settings.limits), options=settings.options)
+        settings.trace.record("start", task=task, backend=settings.backend["name"], model=settings.backend["model"])
         loop(settings, result)
         result.status = "answered"
     except Stop as stop:
         result.status, result.error = stop.status, stop.error
-    except OutOfTime as error:
-        result.status, result.error = "deadline", str(error)
     except BackendError as error:
         result.status, result.error = "provider_error", str(error)
     except KeyboardInterrupt:
         result.status = "interrupted"
-    finally:
-        shell.stop_all()  # nothing a command started outlives the run
-    return finish(settings, result)
-
-
-def finish(settings, result):
-    """Close the run: every call answered (so `history=` can continue), the time taken, the trace's end record."""
-    result.seconds = round(time.monotonic() - settings.started, 3)
+    shell.stop_all()  # nothing a command started outlives the run
+    result.seconds = round(time.monotonic() - started, 3)
+    answer_every_call(settings, result)
     try:
-        answer_every_call(settings, result)
         settings.trace.record("end", status=result.status, answer=result.answer, error=result.error,
                               steps=result.steps, tool_calls=result.tool_calls, usage=result.usage,
                               seconds=result.seconds)
@@ -209,42 +164,36 @@ def finish(settings, result):
     return result
 
 
-def answer_every_call(settings, result):
-    """The conversation stays one the API accepts, whatever ended the run: a call without a result gets one."""
-    last = max((n for n, m in enumerate(result.messages) if m.get("tool_calls")), default=None)
-    if last is None:
-        return
-    answered = {m.get("tool_call_id") for m in result.messages[last + 1:]}
-    for call in result.messages[last]["tool_calls"]:
-        if call["id"] not in answered:
-            content = f"error: not run: the run ended first ({result.status})"
-            result.messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
-            settings.trace.record("tool", step=result.steps, id=call["id"], name=call["function"]["name"],
-                                  arguments=call["function"]["arguments"], is_error=True, result=content, seconds=0.0)
-
-
 def loop(settings, result):
-    """The phase 1 loop, with its steps named: check the budgets, ask, keep the reply, run its tool calls."""
+    """The phase 1 loop, its steps named: check the budgets, ask the model, keep its reply, run its calls."""
     while True:
         check_budgets(settings, result)
-        reply = ask(settings, result)
-        result.messages.append(assistant_message(reply))
-        if not reply.tool_calls:
-            if answered(settings, result, reply):
-                return
+        message = ask(settings, result)
+        result.messages.append(assistant_message(message))
+        if not message.tool_calls and (message.content or "").strip() and settings.output is None:
+            result.answer = message.content
+            return
+        if not message.tool_calls and settings.output is not None:  # words, where a shape was asked for
+            settings.bad_answers += 1
+            result.messages.append({"role": "user", "content": f"Give your final answer by calling {FINAL_TOOL}."})
             continue
-        run_tools(settings, result, reply.tool_calls)
-        if result.output is not None:  # the final_answer tool took a valid answer
+        if not message.tool_calls:  # an empty answer gets one nudge; a second one ends the run
+            if EMPTY_ANSWER in (m["content"] for m in result.messages if m["role"] == "user"):
+                raise Stop("incomplete", "the model gave an empty answer twice")
+            result.messages.append({"role": "user", "content": EMPTY_ANSWER})
+            continue
+        run_tools(settings, result, message.tool_calls)
+        if result.output is not None:  # FINAL_TOOL took an answer that fits
             return
 
 
 def check_budgets(settings, result):
-    """Every budget, decided in one place, before each request: raises Stop naming the one that ran out."""
+    """Every budget, decided in one place before each request: raises Stop naming the one that ran out."""
     limits = settings.limits
+    if settings.deadline and time.monotonic() >= settings.deadline:
+        raise Stop("deadline")
     if result.tool_calls > limits.max_tool_calls:
         raise Stop("tool_call_limit")
-    if limits.deadline and time.monotonic() >= deadline(settings):
-        raise Stop("deadline")
     if limits.max_tokens and result.usage["total_tokens"] >= limits.max_tokens:
         raise Stop("token_limit")
     if settings.bad_answers >= OUTPUT_TRIES:
@@ -253,314 +202,191 @@ def check_budgets(settings, result):
         raise Stop("step_limit")
 
 
-def deadline(settings):
-    """The run's deadline as a time.monotonic(), or None."""
-    return settings.started + settings.limits.deadline if settings.limits.deadline else None
-
-
 def ask(settings, result):
-    """One model reply: sent with the time that is left, counted, traced, its call ids made unique. A reply cut
-    off, filtered or refused ends the run with that status, and nothing in it runs."""
+    """One model reply, waited for until the deadline; its tokens counted (estimated when the server sends
+    none), its call ids made unique, its record traced. A reply cut short, filtered or refused ends the run
+    with that status, and nothing in it runs."""
     result.steps += 1
     asked = time.monotonic()
-    response = chat(result.messages, tools=tools_for(settings), backend=settings.backend, deadline=deadline(settings),
-                    options=request_options(settings, result), on_text=settings.on_text, on_note=settings.on_note)
-    choice, reply = response.choices[0], response.choices[0].message
-    refusal = getattr(reply, "refusal", None)
-    usage = add_usage(result, response)
-    fresh_ids(reply.tool_calls or [], settings.used_ids)
-    settings.trace.record("reply", step=result.steps, finish_reason=choice.finish_reason, content=reply.content,
-                          refusal=refusal, calls=[call.id for call in reply.tool_calls or []], usage=usage,
-                          seconds=round(time.monotonic() - asked, 3))
-    ending = "refused" if refusal else {"length": "incomplete", "content_filter": "content_filter"}.get(
-        choice.finish_reason)
+    tools, options = TOOLS, dict(settings.options)
+    if result.steps > 1 or settings.bad_answers:  # a forced tool choice, held on, would never let it answer
+        options.pop("tool_choice", None)
+    if settings.output is not None:
+        tools = [*TOOLS, {"type": "function", "function": {"name": FINAL_TOOL, "parameters": settings.output,
+                                                           "description": "Give your final answer, in this shape."}}]
+        if settings.bad_answers:
+            options["tool_choice"] = {"type": "function", "function": {"name": FINAL_TOOL}}
+    response = within(settings.deadline, "the model", partial(chat, result.messages, tools, settings.backend, note,
+                                                               settings.on_text, options))
+    message, finish = response.choices[0].message, response.choices[0].finish_reason
+    for call in message.tool_calls or []:  # a server may send an empty id, or one used before: the next
+        if not call.id or call.id in settings.used_ids:  # request would then break the API's pairing rules
+            call.id = f"call_{os.urandom(8).hex()}"
+        settings.used_ids.add(call.id)
+    if response.usage and response.usage.total_tokens:  # the server's own count, when it sends one
+        usage = {"prompt_tokens": response.usage.prompt_tokens, "completion_tokens": response.usage.completion_tokens}
+    else:  # an estimate: reading the whole conversation again costs a little more each step, so only then
+        usage = {"prompt_tokens": len(json.dumps(result.messages)) // CHARS_PER_TOKEN,
+                 "completion_tokens": len(json.dumps(assistant_message(message))) // CHARS_PER_TOKEN}
+    usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+    for name in result.usage:
+        result.usage[name] += usage[name]
+    settings.trace.record("reply", step=result.steps, finish_reason=finish, content=message.content,
+                          refusal=message.refusal, calls=[call.id for call in message.tool_calls or []],
+                          usage=usage, seconds=round(time.monotonic() - asked, 3))
+    ending = "refused" if message.refusal else {"length": "incomplete", "content_filter": "content_filter"}.get(finish)
     if ending:
-        result.messages.append({"role": "assistant", "content": reply.content or ""})  # no half-written calls
-        result.answer = reply.content or refusal or ""
-        raise Stop(ending, f"the model refused: {refusal}" if refusal else
-                   f"the reply ended with finish_reason {choice.finish_reason!r}, so nothing in it was run")
-    return reply
-
-
-def tools_for(settings):
-    """The tools sent with each request: ours, and the final-answer tool when the answer must have a shape."""
-    if not settings.final_tool:
-        return TOOLS
-    return [*TOOLS, {"type": "function", "function": {
-        "name": FINAL_TOOL, "description": "Give your final answer in exactly this shape. Call it once, at the end.",
-        "parameters": settings.output.model_json_schema()}}]
-
-
-def request_options(settings, result):
-    """The options for this request: the caller's, then the product controls. A forced tool choice holds for the
-    first request only (held longer, the model could never answer in words); after an answer in words, a final
-    answer is forced until one is given."""
-    options = dict(settings.options)
-    choice = settings.tool_choice if result.steps == 1 else None
-    if settings.final_tool and settings.bad_answers:
-        choice = FINAL_TOOL
-    if choice:
-        options["tool_choice"] = choice if choice in ("auto", "none", "required") else {
-            "type": "function", "function": {"name": choice}}
-    if settings.parallel_tool_calls is not None:
-        options["parallel_tool_calls"] = settings.parallel_tool_calls
-    if settings.output is not None and not settings.final_tool:
-        options["response_format"] = {"type": "json_schema", "json_schema": {
-            "name": settings.output.__name__, "schema": settings.output.model_json_schema()}}
-    return options
-
-
-def add_usage(result, response):
-    """Add one reply's tokens to the run's. A server that sends no count gets an estimate (4 characters a token,
-    marked "estimated"), so a token budget still holds. Returns what was added."""
-    usage = response.usage.model_dump(exclude_none=True) if response.usage else None
-    if not usage:
-        completion = len(json.dumps(assistant_message(response.choices[0].message))) // 4 + 1
-        prompt = len(json.dumps(result.messages)) // 4 + 1
-        usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-                 "estimated": True}
-    for key in result.usage:
-        result.usage[key] += usage.get(key) or 0
-    return usage
-
-
-def fresh_ids(calls, used):
-    """Servers sometimes send an empty id, or one already used (within a reply or across turns): give those calls
-    a fresh id before anything refers to it, or the next request breaks the API's pairing rules."""
-    for call in calls:
-        if not call.id or call.id in used:
-            call.id = f"call_{os.urandom(12).hex()}"
-        used.add(call.id)
-
-
-def call_ids(messages):
-    """Every tool call id in a conversation."""
-    return {call["id"] for message in messages for call in message.get("tool_calls") or []}
-
-
-def answered(settings, result, reply):
-    """Whether a reply without tool calls ends the run. An empty one gets one nudge, then the run ends incomplete.
-    An answer that must fit a schema is checked, and sent back with what does not fit."""
-    if not (reply.content or "").strip():
-        if settings.nudged:
-            raise Stop("incomplete", "the model gave an empty answer twice")
-        settings.nudged = True
-        result.messages.append({"role": "user", "content": EMPTY_ANSWER})
-        return False
-    result.answer = reply.content
-    if settings.output is None:
-        return True
-    if settings.final_tool:  # it answered in words: the next request makes it call the tool
-        settings.bad_answers += 1
-        result.messages.append({"role": "user", "content": f"Give your final answer by calling {FINAL_TOOL}."})
-        return False
-    try:
-        accept(settings, result, reply.content)
-        return True
-    except BadCall as error:
-        result.messages.append({"role": "user", "content": str(error)})
-        return False
-
-
-def accept(settings, result, text):
-    """Validate a structured answer (JSON text) against the output model and keep it; else BadCall, saying what
-    does not fit."""
-    from pydantic import ValidationError
-
-    try:
-        result.output = settings.output.model_validate_json(text)
-    except ValidationError as error:
-        settings.bad_answers += 1
-        wrong = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'the answer'}: {e['msg']}" for e in error.errors()[:5])
-        raise BadCall(f"the answer does not fit the schema: {wrong}. Answer again, with JSON that fits.") from None
-    result.answer = result.output.model_dump_json()
-    return "accepted: that is the final answer"
+        result.messages.append({"role": "assistant", "content": message.content or ""})  # no half-written calls
+        result.answer = message.content or message.refusal or ""
+        raise Stop(ending, f"the model refused: {message.refusal}" if message.refusal else
+                   f"the reply ended with finish_reason {finish!r}, so nothing in it was run")
+    return message
 
 
 def run_tools(settings, result, calls):
-    """Run one turn's calls and answer every one of them: decide each in call order on this thread (a person
-    answers one question at a time), run those that may run at the same time, and when something ends the turn
-    early (a budget, the deadline, Ctrl-C), answer the rest with what happened."""
-    results, same, why = {}, {}, "error: not run"
-    try:
-        same, told = repeats(settings, calls)
-        # the calls the guardrails passed, then those a person agreed to: an agreed command may change what
-        # a check saw (swap a folder for a link), so the two groups never run side by side
-        for group in decide_all(settings, result, calls, same, told, results):
-            for call, content, seconds in execute(settings, group):
-                results[call.id] = content
-                record_tool(settings, result, call, content, seconds)
-    except KeyboardInterrupt:
-        why = "error: interrupted before it finished"
-        raise
-    except (Stop, OutOfTime) as stop:
-        why = f"error: not finished: the run stopped ({getattr(stop, 'status', 'deadline')})"
-        raise
-    finally:
-        for call in calls:
-            first = same.get(call.id, call)  # a call that repeats an earlier one of this turn shares its result
-            results.setdefault(call.id, results.get(first.id, why))
-            result.messages.append({"role": "tool", "tool_call_id": call.id, "content": results[call.id]})
-        for call in calls:
-            if call.id in same or results[call.id] == why:
-                record_tool(settings, result, call, results[call.id])
+    """Run one reply's tool calls. Each is decided first (its contract, plan(), a person where plan() says so);
+    then the calls nobody was asked about run side by side, then the approved ones, so that nothing a person
+    agreed to can change what the others were checked against. Every call gets a tool message, in order."""
+    told = repeated(settings, calls)
+    decided = [(call, told[call.id], False) if call.id in told else decide(settings, result, call) for call in calls]
+    results = {}
+    for asked in (False, True):
+        batch = [(call, action) for call, action, was_asked in decided if callable(action) and was_asked == asked]
+        until = settings.deadline and settings.deadline + GRACE
+        for (call, action), box in zip(batch, at_once([action for _, action in batch], until)):
+            results[call.id] = box
+    for call, action, _ in decided:
+        box = results.get(call.id, {"value": action})  # an action that did not run is the reason why, already
+        content = box.get("value", f"error: {box.get('error') or 'not finished by the deadline'}")
+        result.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+        settings.trace.record("tool", step=result.steps, id=call.id, name=call.function.name,
+                              arguments=call.function.arguments, is_error=content.startswith("error:"),
+                              result=content, seconds=box.get("seconds", 0))
+    if settings.deadline and time.monotonic() >= settings.deadline:
+        raise Stop("deadline", "the deadline passed while tools were running")
 
 
-def repeats(settings, calls):
-    """Judge this turn's calls by meaning (the name and the parsed arguments: spacing does not count). Returns
-    (same, told): same maps a call to an earlier call of this turn that means the same (it runs once, and both get
-    its result); told holds the calls made in SAME_CALL_LIMIT turns in a row now, which are not run again. Raises
-    Stop("repeated") when a call goes on past that."""
-    firsts, same, told = {}, {}, set()
-    for call in calls:
-        key = meaning(call)
-        if key in firsts:
-            same[call.id] = firsts[key]
-        else:
-            firsts[key] = call
-    for key, call in firsts.items():
-        if key[0] == FINAL_TOOL:
-            continue  # a final answer is judged by the schema, however often it comes
-        turns = 1 + next((n for n, turn in enumerate(reversed(settings.recent)) if key not in turn),
-                         len(settings.recent))
-        if turns > SAME_CALL_LIMIT:
-            raise Stop("repeated", f"the model made the same call in {turns} turns in a row: {key[0]} {key[1]}")
-        if turns == SAME_CALL_LIMIT:
-            told.add(call.id)
-    settings.recent.append(set(firsts))
-    return same, told
+def repeated(settings, calls):
+    """The calls the model made, by meaning, in each of the last SAME_CALL_LIMIT turns: {id: the result telling
+    it so}; they do not run again. Raises Stop("repeated") when it goes on past that."""
+    turn = {meaning(call) for call in calls}
+    settings.recent = [*settings.recent, turn][-SAME_CALL_LIMIT - 1:]
+    again = set.intersection(*settings.recent) if len(settings.recent) > SAME_CALL_LIMIT else set()
+    if again:
+        raise Stop("repeated", f"the model made the same call in {SAME_CALL_LIMIT + 1} turns in a row")
+    told = set.intersection(*settings.recent) if len(settings.recent) == SAME_CALL_LIMIT else set()
+    return {call.id: f"error: not run: you made this exact call in {SAME_CALL_LIMIT} turns in a row; its result "
+                     "will not change, so use what you have or try something else" for call in calls
+            if meaning(call) in told}
 
 
 def meaning(call):
-    """A call as (name, arguments in one spelling): the arguments parsed, the schema's defaults filled in, a path
-    as the place it names, a command as its words. A call that breaks its tool's contract means what it says.
-
-    Example (WORKSPACE is /w): read_file '{"path":"./a", "offset": 1}'
-             -> ("read_file", '{"limit": 200, "offset": 1, "path": "/w/a"}')
-    """
-    name = call.function.name
+    """A call as what it would do: its name and its checked arguments, the defaults filled in, a path and a
+    command read by this system's rules, so spacing, key order and ./ do not count.
+    Example: read_file '{"path": "./a"}' and '{ "path":"a", "offset": 1 }' -> ("read_file", ...) the same"""
     try:
-        args = check_call(name, call.function.arguments)
-    except BadCall:
-        return name, call.function.arguments
-    defaults = {arg: part["default"] for arg, part in SCHEMAS[name]["properties"].items() if "default" in part}
-    args = {**defaults, **args}
-    if isinstance(args.get("path"), str):  # the place it names: ./a, a/, /workspace/a and ../workspace/a are a
-        args["path"] = os.path.normpath(os.path.join(guards.WORKSPACE, args["path"]))
-    if name == "run_shell":  # the words the shell would see: spacing and quotes do not count
-        try:
-            args["command"] = shlex.split(args["command"])
-        except ValueError:
-            pass
-    return name, json.dumps(args, sort_keys=True)
-
-
-def decide_all(settings, result, calls, same, told, results):
-    """Decide every call, in order, before any runs: returns two lists of (call, action) for those that will run: the
-    calls the guardrails passed, and those a person agreed to. The others get their result now (over the budget, made
-    too often, refused, declined)."""
-    room = settings.limits.max_tool_calls - result.tool_calls
-    result.tool_calls += len(calls)  # refused, declined and repeated calls count too
-    passed, agreed = [], []
-    for number, call in enumerate(calls):
-        if settings.on_call:
-            settings.on_call(result.steps, call.function.name, call.function.arguments)
-        if call.id in same:
-            continue  # it runs as the earlier call it repeats
-        try:
-            if number >= room:
-                raise ToolError(f"not run: this run may make {settings.limits.max_tool_calls} tool calls, and "
-                                "they are used up.")
-            if call.id in told:
-                raise ToolError(f"not run: you made this exact call in {SAME_CALL_LIMIT} turns in a row, and its "
-                                "result will not change. Use the results you have, or try something else.")
-            action, asked = decide(settings, result, call)
-            if asked:
-                agreed.append((call, action))
-            else:
-                passed.append((call, action))
-        except OutOfTime:  # the deadline came while deciding (a check, a question): the turn ends here
-            raise
-        except Exception as error:  # the budget, the contract, the guardrails or the person said no
-            results[call.id] = error_result(call, error)
-            record_tool(settings, result, call, results[call.id])
-    return passed, agreed
+        args = check_call(call.function.name, call.function.arguments)
+        if "path" in args:
+            args["path"] = os.path.normpath(args["path"])
+        if "command" in args:
+            args["command"] = shlex.split(args["command"], posix=os.name != "nt")
+    except (ToolError, ValueError):  # a broken call, an unclosed quote: compared as it was sent
+        return call.function.name, call.function.arguments
+    return call.function.name, json.dumps(args, sort_keys=True)
 
 
 def decide(settings, result, call):
-    """Everything decided before a call runs: its arguments against the contract, the plan under the guardrails,
-    and a person's yes when the plan needs one. Returns the action that runs it, and whether a person was asked;
-    raises ToolError."""
-    name = call.function.name
-    if name == FINAL_TOOL and settings.final_tool:
-        return (lambda: accept(settings, result, call.function.arguments)), False
-    args = check_call(name, call.function.arguments)  # a call that breaks the contract never runs
-    action, question = plan(name, args, deadline(settings))
-    if question and not approved(settings.approve, question):
-        raise Declined(f"the user declined, so nothing was done ({question.splitlines()[-1]}). "
-                       "Try another way, or say what you need.")
-    return action, bool(question)
-
-
-def approved(approve, question):
-    """Ask the approver; anything but a plain True (an exception, None, no answer) means no."""
+    """(call, what will run, whether a person was asked): what will run is a function, or the error result that
+    says why nothing will. The decision counts against the deadline, a person's answer too."""
+    result.tool_calls += 1
+    if call.function.name == FINAL_TOOL and settings.output is not None:
+        return call, final_answer(settings, result, call.function.arguments), False
+    say(f"[{result.steps}] {shown(call.function.name, one_line=True)} {cut(call.function.arguments)}",
+        settings.deadline)
+    if result.tool_calls > settings.limits.max_tool_calls:
+        return call, "error: not run: the run is out of tool calls (its tool-call budget)", False
     try:
-        return approve(question) is True
-    except OutOfTime:  # the deadline cut the question short: the run ends, nobody said no
-        raise
-    except Exception:
-        return False
+        action, question = plan(call.function.name, check_call(call.function.name, call.function.arguments),
+                                deadline=settings.deadline)
+        if question and not within(settings.deadline, "your answer", partial(settings.approve, question)):
+            return call, "error: the user declined this call; do not try it again, find another way or answer", True
+        return call, partial(tool_result, action), bool(question)
+    except ToolError as error:  # refused, or a broken call: the message says why
+        return call, f"error: {error}", False
 
 
-def outcome(call, action):
-    """The tool boundary: what a call returns, or the error it met, as text the model can act on; and the seconds
-    it took."""
-    began = time.monotonic()
+def final_answer(settings, result, arguments):
+    """Take the answer given to FINAL_TOOL when it fits the output schema; else say what does not fit."""
     try:
-        content = capped(action(), MAX_CHARS)  # no result is longer than a tool's own
-    except Exception as error:  # the guardrails said no at the last moment, or the tool failed
-        content = error_result(call, error)
-    return content, round(time.monotonic() - began, 3)
+        result.output = check_call(FINAL_TOOL, arguments, {FINAL_TOOL: settings.output})
+    except BadCall as error:
+        settings.bad_answers += 1
+        return f"error: {error}. Call {FINAL_TOOL} again with an answer that fits."
+    result.answer = json.dumps(result.output)
+    return "accepted: that is the final answer"
 
 
-def error_result(call, error):
-    """Why a call did not run, or failed, as text the model can act on: a ToolError says what was refused and
-    why; any other error is one the model's arguments caused (a missing file, a name with a NUL in it), and the
-    model hears of it rather than the harness stopping."""
-    return capped(f"error: {error}" if isinstance(error, ToolError) else
-                  f"error: {call.function.name} failed: {type(error).__name__}: {error}", MAX_CHARS)
-
-
-def execute(settings, actions):
-    """Run the calls that may run, all at the same time (a lone one right here), and hand back each result as it
-    comes in, until the run's deadline."""
-    if len(actions) == 1:
-        yield actions[0][0], *outcome(*actions[0])
-        return
-    from concurrent.futures import ThreadPoolExecutor, as_completed  # here: `--help` should not wait for it
-
-    pool = ThreadPoolExecutor(max_workers=len(actions) or 1)
-    futures = {pool.submit(outcome, call, action): call for call, action in actions}
-    # a command stops itself at the deadline; a moment's grace lets its own result, saying what was killed, arrive
-    left = deadline(settings) - time.monotonic() + GRACE if settings.limits.deadline else None
+def tool_result(action):
+    """Run a decided action; whatever it returns or raises becomes a result the model can read."""
     try:
-        for future in as_completed(futures, timeout=left):
-            yield futures[future], *future.result()
-    except TimeoutError:
-        raise Stop("deadline", "the deadline passed while tools were running") from None
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        return truncate(mask(str(action())))  # masked before it is cut: a cut could split a secret
+    except ToolError as error:
+        return f"error: {error}"
+    except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
+        return f"error: {type(error).__name__}: {error}"
 
 
-def record_tool(settings, result, call, content, seconds=0.0):
-    """The trace record of one tool call (an SDK call object)."""
-    settings.trace.record("tool", step=result.steps, id=call.id, name=call.function.name,
-                          arguments=call.function.arguments, is_error=content.startswith("error:"), result=content,
-                          seconds=seconds)
+def at_once(functions, deadline):
+    """Run the functions side by side, each on a thread of its own, and wait for them until the deadline (a
+    time.monotonic(), or None): the one clock every wait of a run goes by. Returns a box for each function,
+    {"value": what it returned} or {"error": what it raised}, or {} when it had not finished in time."""
+    boxes = [{} for _ in functions]
+
+    def fill(box, function):
+        began = time.monotonic()
+        try:
+            box["value"] = function()
+        except BaseException as error:  # handed to the caller, who decides
+            box["error"] = error
+        box["seconds"] = round(time.monotonic() - began, 3)
+
+    if deadline is None and len(functions) == 1:  # nothing to wait for side by side: a thread would only cost
+        fill(boxes[0], functions[0])
+        return boxes
+    threads = [threading.Thread(target=fill, args=pair, daemon=True) for pair in zip(boxes, functions)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(None if deadline is None else max(deadline - time.monotonic(), 0))
+    return boxes
+
+
+def within(deadline, what, function):
+    """function(), waited for until the deadline; Stop("deadline") if the time is up first."""
+    if deadline is None:
+        return function()
+    box = at_once([function], deadline)[0]
+    if "error" in box:
+        raise box["error"]
+    if "value" not in box:
+        raise Stop("deadline", f"the deadline passed while waiting for {what}")
+    return box["value"]
+
+
+def answer_every_call(settings, result):
+    """The conversation stays one the API accepts, whatever ended the run: a call without a result gets one."""
+    last = next((m for m in reversed(result.messages) if m["role"] == "assistant"), {})
+    answered = {m.get("tool_call_id") for m in result.messages}
+    for call in last.get("tool_calls", []):
+        if call["id"] not in answered:
+            content = f"error: not run: the run ended first ({result.status})"
+            result.messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
+            settings.trace.record("tool", step=result.steps, id=call["id"], name=call["function"]["name"],
+                                  arguments=call["function"]["arguments"], is_error=True, result=content)
 
 
 def assistant_message(message):
-    """Rebuild the model's reply with only the fields the API accepts back (no 'reasoning' and such)."""
+    """Rebuild the model's reply with only the fields every server accepts back (no 'reasoning' and such)."""
     reply = {"role": "assistant", "content": message.content or ""}
     if message.tool_calls:
         reply["tool_calls"] = [
@@ -578,21 +404,41 @@ def valid_json(text):
     try:
         json.loads(text)
         return text
-    except (TypeError, ValueError, RecursionError):
+    except (TypeError, ValueError):
         return "{}"
 
 
-# ---------------------------------------------------------------------------------------------
-# The command line.
+def cut(text, limit=SHOWN_CHARS):
+    """Text for one line of the screen, made safe to show. Example: cut("x" * 300) -> 200 x's, then
+    " [... 100 more characters]" """
+    more = f" [... {len(text) - limit} more characters]" if len(text) > limit else ""
+    return shown(text[:limit], one_line=True) + more
 
-def positive(kind):
-    """An argparse type for a number above zero. Example: positive(int)("3") -> 3;  positive(int)("0") -> error"""
-    def parse(text):
-        value = kind(text)
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
-        return value
-    return parse
+
+def say(text, deadline=None, end="\n"):
+    """Print to standard output, waited for until the deadline: a reader who does not read cannot hold the run.
+    Output that cannot be written (its reader gone, as in `| head -c 1`; a full disk) ends it as output_error."""
+    try:
+        within(deadline, "the terminal", partial(print, text, end=end, flush=True))
+    except Stop:
+        BLOCKED.append(text)
+        raise
+    except (OSError, AttributeError):  # AttributeError: the run began with standard output closed
+        if sys.stdout:  # from now on it writes nowhere, Python's own last flush too
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise Stop("output_error", "standard output could not be written: its reader went away, or the disk is full")
+
+
+def tell(text, end="\n"):
+    """Print to standard error, if it can be written: notes and questions are not worth ending a run for."""
+    try:
+        print(text, end=end, file=sys.stderr, flush=True)
+    except (OSError, AttributeError):
+        pass
+
+
+def note(text):
+    tell(f"note: {shown(text)}")
 
 
 def arguments(argv=None):
@@ -603,224 +449,125 @@ def arguments(argv=None):
     parser.add_argument("--model", help="default: $MODEL, else the backend's default model")
     parser.add_argument("--base-url", help="any OpenAI-compatible server (default: $BASE_URL, else the backend's)")
     parser.add_argument("--workspace", default=".", help="the folder the tools may touch (default: here)")
-    parser.add_argument("--yes", action="store_true", help="approve every command and write that would be asked about")
-    parser.add_argument("--sandbox", choices=("read-only", "workspace-write"),
-                        help="run commands inside bubblewrap (Linux): no network, no home folder, secrets hidden")
-    parser.add_argument("--max-steps", type=positive(int), default=MAX_STEPS,
-                        help=f"model replies (default {MAX_STEPS})")
-    parser.add_argument("--max-tool-calls", type=positive(int), default=MAX_TOOL_CALLS,
-                        help=f"tool calls, refused ones included (default {MAX_TOOL_CALLS})")
-    parser.add_argument("--max-tokens", type=positive(int),
-                        help="tokens, as the provider counts them (default: no limit)")
-    parser.add_argument("--deadline", type=positive(float), metavar="SECONDS",
+    parser.add_argument("--yes", action="store_true", help="approve every call that would be asked about")
+    parser.add_argument("--sandbox", choices=("workspace-write", "read-only", "off"), default="workspace-write",
+                        help="what an approved command may change (Linux; default: the workspace)")
+    parser.add_argument("--max-steps", type=int, default=MAX_STEPS, help=f"default {MAX_STEPS}")
+    parser.add_argument("--max-tool-calls", type=int, default=MAX_TOOL_CALLS, help=f"default {MAX_TOOL_CALLS}")
+    parser.add_argument("--max-tokens", type=int, help="default: no limit")
+    parser.add_argument("--deadline", type=float, metavar="SECONDS",
                         help="wall-clock time for the whole run, from the start (default: no limit)")
     parser.add_argument("--trace", metavar="FILE", help="append a JSONL trace of the run to FILE")
     parser.add_argument("--stream", action="store_true", help="print the model's text as it arrives")
-    parser.add_argument("--tool-choice", metavar="CHOICE",
-                        help="the first request's tool choice: auto, none, required, or a tool's name")
+    parser.add_argument("--tool-choice", choices=("auto", "none", "required"), help="for the first request")
     parser.add_argument("--no-parallel-tool-calls", action="store_true", help="ask for one tool call a turn")
-    parser.add_argument("--output-schema", metavar="FILE",
-                        help="a JSON Schema the answer must fit; the answer is printed as JSON")
+    parser.add_argument("--output-schema", metavar="FILE", help="a JSON schema the answer must fit; printed as JSON")
     args = parser.parse_args(argv)
-    args.task = args.task.encode("utf-8", "surrogateescape").decode("utf-8", errors="replace")  # bytes not UTF-8
+    try:
+        args.output = json.loads(Path(args.output_schema).read_text()) if args.output_schema else None
+        if args.output is not None and (wrong := unusable(args.output) or json.dumps(args.output, allow_nan=False)
+                                        and None):  # NaN is Python's, not JSON's: no server would take the tool
+            raise ValueError(wrong)
+    except (OSError, ValueError, RecursionError) as error:
+        parser.error(f"--output-schema {args.output_schema}: {error}")
+    args.task = args.task.encode("utf-8", "surrogateescape").decode("utf-8", "replace")  # bytes that are no UTF-8
     if not args.task.strip():
         parser.error("the task is empty: say what you want done")
+    for name in ("max_steps", "max_tool_calls", "max_tokens", "deadline"):
+        if getattr(args, name) is not None and not getattr(args, name) > 0:  # NaN is not above 0 either
+            parser.error(f"--{name.replace('_', '-')} must be above 0, not {getattr(args, name)}")
     if not Path(args.workspace).is_dir():
         parser.error(f"--workspace {args.workspace}: no such directory")
-    if args.tool_choice and args.tool_choice not in ("auto", "none", "required", *REGISTRY):
-        parser.error(f"--tool-choice {args.tool_choice}: use auto, none, required or one of {', '.join(REGISTRY)}")
-    try:
-        args.output = model_from_schema(json.loads(Path(args.output_schema).read_text(), parse_constant=no_nan)) \
-            if args.output_schema else None
-    except (OSError, ValueError, TypeError, AttributeError, AssertionError, RecursionError, RuntimeError) as error:
-        # what a schema file can make go wrong: unreadable, not JSON, a shape model_from_schema cannot use
-        parser.error(f"--output-schema {args.output_schema}: {type(error).__name__}: {str(error)[:300]}")
     return args
 
 
-def no_nan(constant):
-    """json.loads's parse_constant: NaN and Infinity are Python's, not JSON's, and no request may carry them."""
-    raise ValueError(f"{constant} is not JSON")
+def unusable(schema, where="the schema"):
+    """Why the harness cannot check answers against a JSON schema, or None: it must describe an object, and use
+    only the words in SCHEMA_WORDS (a $ref or an anyOf it would not check, so it refuses them).
+
+    Example: unusable({"type": "object", "anyOf": []}) -> "the schema uses anyOf, which is not checked here" """
+    if where == "the schema" and schema.get("type") != "object":
+        return "the schema must describe an object, with properties"
+    if not isinstance(schema, dict) or set(schema) - SCHEMA_WORDS:
+        return f"{where} uses {', '.join(sorted(set(schema) - SCHEMA_WORDS)) if isinstance(schema, dict) else schema}, " \
+               "which is not checked here"
+    parts = [*(schema.get("properties") or {}).items(), *([("items", schema["items"])] if "items" in schema else [])]
+    return next(filter(None, (unusable(part, f"{where}.{name}") for name, part in parts)), None)
 
 
-SCHEMA_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool}
-
-
-def model_from_schema(schema, name="Answer", depth=0):
-    """A Pydantic model for a JSON Schema of an object: type, properties, required, items, enum and description
-    are understood; any other keyword is refused rather than ignored.
-
-    Example: {"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]} -> a model
-             that takes {"count": 3} and refuses {"count": "three"}
-    """
-    from typing import List, Literal, Optional
-
-    from pydantic import ConfigDict, Field, create_model
-
-    def annotation(part, where):
-        unknown = set(part) - {"type", "properties", "required", "items", "enum", "description", "title",
-                               "additionalProperties", "default"}
-        if unknown:
-            raise ValueError(f"{where}: {', '.join(sorted(unknown))} is not supported here")
-        if "enum" in part:
-            return Literal[tuple(part["enum"])]
-        if part.get("type") == "array":
-            return List[annotation(part.get("items", {"type": "string"}), f"{where}.items")]
-        if part.get("type") == "object":
-            return model_from_schema(part, where.title().replace(".", ""), depth + 1)
-        if part.get("type") not in SCHEMA_TYPES:
-            raise ValueError(f"{where}: type {part.get('type')!r} is not supported here")
-        return SCHEMA_TYPES[part["type"]]
-
-    if schema.get("type") != "object" or not isinstance(schema.get("properties"), dict):
-        raise ValueError("the schema must describe an object with properties")
-    if depth > MAX_SCHEMA_DEPTH:  # deeper, Pydantic's own recursion runs out later, in the middle of a run
-        raise ValueError(f"objects nested more than {MAX_SCHEMA_DEPTH} deep are not supported here")
-    required = set(schema.get("required", []))
-    fields = {key: (annotation(part, key) if key in required else Optional[annotation(part, key)],
-                    Field(... if key in required else None, description=part.get("description")))
-              for key, part in schema["properties"].items()}
-    extra = "forbid" if schema.get("additionalProperties") is False else "ignore"
-    return create_model(schema.get("title", name).replace(" ", ""), __config__=ConfigDict(extra=extra), **fields)
-
-
-def say(text="", end="\n"):
-    """Print to standard output what came from a model or a file, made visible. Output that cannot be written
-    (the reader went away, as in `| head -c 1`; a full disk; no standard output) ends the run as output_error."""
-    if not write(sys.stdout, visible(text) + end):
-        raise Stop("output_error", "standard output could not be written: its reader went away, or the disk is full")
-
-
-def note(text):
-    write(sys.stderr, f"note: {visible(text)}\n")
-
-
-def write(stream, text):
-    """Write text to sys.stdout or sys.stderr at once. False when it cannot be written; from then on, writes to it
-    go nowhere, so that Python's own last flush stays quiet too."""
-    if stream is None:  # the run began with it closed
-        return False
+def main(argv=None):
+    args = arguments(argv)
+    guards.WORKSPACE = Path(args.workspace).resolve()
+    trace = args.trace and os.path.abspath(args.trace)
+    os.chdir(guards.WORKSPACE)  # commands run there, and a relative path means the same to every tool
+    guards.SECRETS = known_secrets()
+    shell.PROTECTED = [*Path(__file__).resolve().parent.glob("*.py"), ENV_FILE, Path(sys.prefix),
+                       *([Path(trace)] if trace else [])]
+    shell.SANDBOX = None if args.sandbox == "off" else args.sandbox
+    retries = logging.getLogger("openai._base_client")  # the openai package says when it retries, at INFO
+    retries.setLevel(logging.INFO)
+    retries.addHandler(logging.StreamHandler())
+    retries.handlers[-1].setFormatter(logging.Formatter("note: the openai package: %(message)s"))
+    yes = args.yes
+    if shell.SANDBOX and (problem := shell.sandbox_problem()):
+        shell.SANDBOX, yes = None, False  # unsandboxed, a command is asked about, --yes or not
+        note(f"no sandbox ({problem}): commands that are not plainly read-only ask you first, even with --yes; "
+             "--sandbox off says you accept that.")
     try:
-        waited_for("its output", stream.write, text)
-        waited_for("its output", stream.flush)
-        return True
-    except OSError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
-        return False
-
-
-WAITING = []  # what the main thread waits for at the terminal, if anything: the only wait the clock cuts short
-
-
-def waited_for(what, function, *args):
-    """function(*args), a wait on the terminal (a write, a reader's answer): once the clock rings (see catch_signals)
-    it is cut short with OutOfTime. The clock rings in the main thread, so only its waits count."""
-    if threading.current_thread() is not threading.main_thread():
-        return function(*args)
-    WAITING.append(what)
-    try:
-        return function(*args)
-    finally:
-        WAITING.pop()
-
-
-def catch_signals():
-    """SIGTERM and SIGHUP end the run the way Ctrl-C does: status interrupted, every command killed, the trace
-    closed. A second signal while the run closes is noted, not obeyed. SIGALRM is the clock (see ring_from):
-    it cuts short a wait on the terminal. Returns the list of signals received."""
+        backend = choose(args.backend, args.model, args.base_url)
+    except BackendError as error:
+        sys.exit(f"error: {shown(str(error))}")
     received = []
 
-    def handler(number, frame):
+    def interrupted(number, frame):  # the first signal ends the run; one while it closes is only noted
         received.append(number)
         if len(received) == 1:
             raise KeyboardInterrupt
 
-    def clock(number, frame):
-        if WAITING:
-            raise OutOfTime(f"the time was up while the run waited for {WAITING[-1]}")
+    on_signals(interrupted)
+    options = {"tool_choice": args.tool_choice} if args.tool_choice else {}
+    if args.no_parallel_tool_calls:
+        options["parallel_tool_calls"] = False
+    result = run(args.task, backend, approve=(lambda question: True) if yes else ask_user, trace=trace,
+                 limits=Limits(args.max_steps, args.max_tool_calls, args.max_tokens, args.deadline), started=STARTED,
+                 on_text=partial(stream_text, STARTED + args.deadline if args.deadline else None) if args.stream
+                 else None, options=options, output=args.output)
+    on_signals(signal.SIG_IGN)  # the run is over: a late signal changes nothing
+    code = SIGNAL_EXIT[signal.Signals(received[0]).name] if received else EXIT_CODES[result.status]
+    try:
+        report(result, args.stream, STARTED + args.deadline + GRACE if args.deadline else None)
+    except Stop:  # what could not be written is lost; the status stands
+        pass
+    if BLOCKED:  # Python's own last flush would wait for that thread for ever: leave without it
+        os._exit(code)
+    sys.exit(code)
 
-    on_signals(handler)
-    if hasattr(signal, "SIGALRM"):
-        signal.signal(signal.SIGALRM, clock)
-    return received
+
+def stream_text(deadline, piece):
+    """Print a piece of a streamed reply as it comes; a run already out of time prints no more."""
+    if deadline is None or time.monotonic() < deadline:
+        say(shown(piece), end="")
 
 
 def on_signals(handler):
-    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+    for name in SIGNAL_EXIT:
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), handler)
 
 
-def ring_from(moment):
-    """Ring the clock (SIGALRM) from `moment` (a time.monotonic()) on, every tenth of a second: a run blocked on
-    the terminal then ends on time. None stops it. Not on Windows, which has no such clock."""
-    if hasattr(signal, "setitimer"):
-        signal.setitimer(signal.ITIMER_REAL, 0 if moment is None else max(moment - time.monotonic(), 0.01), 0.1)
-
-
-def main(argv=None):
-    for stream in (sys.stdout, sys.stderr):  # a character the terminal cannot show is spelled out, not an error
-        if stream is not None:
-            stream.reconfigure(errors="backslashreplace")
-    args = arguments(argv)
-    guards.WORKSPACE = Path(args.workspace).resolve()
-    args.trace = args.trace and os.path.abspath(args.trace)
-    os.chdir(guards.WORKSPACE)  # so a path means the same to the checks and to a command (/proc/self/cwd/..)
-    if args.sandbox and (problem := shell.sandbox_problem()):
-        sys.exit(f"error: {problem}")
-    shell.SANDBOX = args.sandbox
-    shell.hide_this_process()
-    try:
-        backend = choose(args.backend, args.model, args.base_url)
-    except BackendError as error:
-        sys.exit(f"error: {visible(str(error))}")
-    received = catch_signals()
-    if args.deadline:
-        ring_from(STARTED + args.deadline + BACKSTOP)
-    result = run(args.task, backend=backend, approve=(lambda question: True) if args.yes else ask_user,
-                 limits=Limits(args.max_steps, args.max_tool_calls, args.max_tokens, args.deadline), trace=args.trace,
-                 on_text=(lambda text: say(text, end="")) if args.stream else None,
-                 on_call=lambda step, name, arguments: say(f"[{step}] {name} {arguments}"), on_note=note,
-                 output=args.output, tool_choice=args.tool_choice,
-                 parallel_tool_calls=False if args.no_parallel_tool_calls else None, started=STARTED)
-    if received or result.status == "deadline":  # the time is up: the report may not hold the exit up
-        leave_after(BACKSTOP, exit_code(result, received))
-    try:
-        report(result, streamed=args.stream)
-    except Stop as stop:
-        result.status, result.error = stop.status, stop.error
-        write(sys.stderr, f"error: {stop.error}\n")
-    except (KeyboardInterrupt, OutOfTime):  # a signal, or the terminal blocked past the time: leave, not wait
-        os._exit(exit_code(result, received))
-    ring_from(None)  # Python's exit puts back the default SIGALRM action, which would kill the process
-    on_signals(signal.SIG_IGN)  # the run is over and said so: a late signal changes nothing
-    sys.exit(exit_code(result, received))
-
-
-def exit_code(result, received):
-    return SIGNAL_EXIT.get(received[0], 130) if received else EXIT_CODES[result.status]
-
-
-def leave_after(seconds, code):
-    """End the process with code in `seconds`, from a thread of its own: a write that blocks while a helper thread
-    holds the output's lock (a stream's text, its reader gone) is one the main thread cannot cut short."""
-    timer = threading.Timer(seconds, os._exit, [code])
-    timer.daemon = True  # an exit that comes sooner does not wait for it
-    timer.start()
-
-
-def report(result, streamed=False):
-    """Print how the run ended: the answer (unless it was streamed), why it stopped, and a one-line summary."""
+def report(result, streamed=False, deadline=None):
+    """Print how the run ended: the answer (unless it was streamed), why it stopped, and a one-line summary on
+    standard error."""
     if streamed and result.answer and result.output is None:
-        say()  # the answer is on screen already; end its line
+        say("", deadline)  # the answer is on screen already: end its line
     if result.status != "answered":
-        say(f"stopped: {result.status.replace('_', ' ')}")
+        say(f"stopped: {result.status.replace('_', ' ')}", deadline)
     if result.error:
-        write(sys.stderr, f"error: {visible(result.error)}\n")
+        tell(f"error: {shown(result.error)}")
     if result.answer and (not streamed or result.output is not None):
-        say(result.answer)
-    write(sys.stderr, f"{result.status}: {result.steps} steps, {result.tool_calls} tool calls, "
-                      f"{result.usage['total_tokens']} tokens, {result.seconds:.1f} s\n")
+        say(shown(result.answer), deadline)
+    tell(f"{result.status}: {result.steps} steps, {result.tool_calls} tool calls, {result.usage['total_tokens']} "
+         f"tokens, {result.seconds:.1f} s")
 
 
 if __name__ == "__main__":

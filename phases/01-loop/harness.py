@@ -11,6 +11,7 @@ from backend import BACKENDS, BackendError, chat, choose
 from tools import REGISTRY, TOOLS
 
 MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
+SHOWN_CHARS = 200  # of a call's arguments printed on screen; the model gets them whole
 SYSTEM = ("You are a careful assistant working in the user's current directory. "
           "Use the tools to look at the files before you answer, then answer briefly.")
 
@@ -20,18 +21,18 @@ def run(task, backend=None):
     backend = backend or choose()
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}]
     for step in range(1, MAX_STEPS + 1):
-        message = chat(messages, tools=TOOLS, backend=backend)
+        message = chat(messages, tools=TOOLS, backend=backend).choices[0].message
         messages.append(assistant_message(message))
         if not message.tool_calls:
             return message.content or ""
         for call in message.tool_calls:  # one tool message per call, carrying the call's id
-            print(f"[{step}] {call.function.name} {call.function.arguments}")
+            print(f"[{step}] {call.function.name} {cut(call.function.arguments)}")
             messages.append({"role": "tool", "tool_call_id": call.id, "content": run_tool(call)})
     return None
 
 
 def assistant_message(message):
-    """Rebuild the model's reply with only the fields the API accepts back (no 'reasoning' and such)."""
+    """Rebuild the model's reply with only the fields every server accepts back (no 'reasoning' and such)."""
     reply = {"role": "assistant", "content": message.content or ""}
     if message.tool_calls:
         reply["tool_calls"] = [
@@ -63,10 +64,17 @@ def run_tool(call):
     except json.JSONDecodeError as error:
         return (f"error: the arguments are not valid JSON ({error}). "
                 "Send a JSON object, e.g. {\"path\": \"README.md\"}.")
+    if not isinstance(args, dict):
+        return "error: the arguments must be a JSON object, e.g. {\"path\": \"README.md\"}."
     try:
         return REGISTRY[name](**args)
     except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
         return f"error: {name} failed: {type(error).__name__}: {error}"
+
+
+def cut(text, limit=SHOWN_CHARS):
+    """Text for one line of the screen. Example: cut("x" * 300) -> 200 x's, then " [... 100 more characters]" """
+    return text if len(text) <= limit else f"{text[:limit]} [... {len(text) - limit} more characters]"
 
 
 def main():

@@ -12,8 +12,8 @@ TASK = "List the files in the current directory."
 
 if __name__ == "__main__":
     try:
-        message = chat([{"role": "user", "content": " ".join(sys.argv[1:]) or TASK}], tools=TOOLS)
+        response = chat([{"role": "user", "content": " ".join(sys.argv[1:]) or TASK}], tools=TOOLS)
     except BackendError as error:
         sys.exit(f"error: {error}")
-    print("content:", repr(message.content))
-    print("tool_calls:", message.tool_calls)
+    print("content:", repr(response.choices[0].message.content))
+    print("tool_calls:", response.choices[0].message.tool_calls)

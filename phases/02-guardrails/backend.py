@@ -8,6 +8,7 @@ import functools
 import os
 import sys
 import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import openai
@@ -21,7 +22,7 @@ BACKENDS = {
     "demo": {"base_url": None, "key_var": None, "model": "demo"},  # demo_model.py, started on demand
 }
 ENV_FILE = Path(__file__).with_name(".env")
-TIMEOUT = 60  # seconds to wait for one reply
+TIMEOUT = 60  # seconds to wait for the server at each step (connecting, each piece of the reply)
 PROMPT = "Say hello in one short sentence."
 
 load_dotenv(ENV_FILE)  # variables already set in the environment win over .env
@@ -35,9 +36,10 @@ def choose(name=None, model=None, base_url=None):
     """Pick a backend: the name given, else $BACKEND, else the first API key found, else the demo.
 
     Returns its settings, e.g. {"name": "groq", "base_url": "https://api.groq.com/openai/v1",
-    "api_key": "gsk_...", "model": "openai/gpt-oss-120b"}.
+    "api_key": "gsk_...", "model": "openai/gpt-oss-120b", "url_given": False}.
     """
-    name = name or os.environ.get("BACKEND") or first_backend_with_a_key()
+    base_url = usable_url(base_url or os.environ.get("BASE_URL"))
+    name = name or os.environ.get("BACKEND") or first_backend_with_a_key(base_url)
     if name not in BACKENDS:
         raise BackendError(f"BACKEND={name!r} is not a backend I know. Use one of: {', '.join(BACKENDS)}.")
     key_var = BACKENDS[name]["key_var"]
@@ -47,19 +49,21 @@ def choose(name=None, model=None, base_url=None):
             f"The {name} backend needs an API key, but {key_var} is not set in {ENV_FILE} or the environment. "
             f"Put {key_var}=... in .env (see README.md for a free Groq key), or unset BACKEND to use the offline demo "
             "model.")
-    base_url = usable_url(base_url or os.environ.get("BASE_URL"))
     return {
         "name": name,
         "base_url": base_url or BACKENDS[name]["base_url"] or start_demo(),
         "api_key": api_key or "none",  # keyless servers still need some string
         "model": model or os.environ.get("MODEL") or BACKENDS[name]["model"],
-        "url_given": bool(base_url),  # for messages: the user's own URL, or the backend's
+        "url_given": bool(base_url),  # for messages: your own server, or the backend's
     }
 
 
 def usable_url(url):
-    """The URL, without the spaces or line end a copy and paste leaves around it, if requests can go to it; else a
-    BackendError saying what one looks like. None (or nothing) stays None: the backend's own URL is used."""
+    """The URL without the spaces or line end a copy and paste leaves around it, or None when none is given;
+    a BackendError when requests cannot go to it.
+
+    Example: usable_url(" http://localhost:1234/v1\\n") -> "http://localhost:1234/v1";  "localhost:1234" -> error
+    """
     url = (url or "").strip()
     if not url:
         return None
@@ -74,12 +78,14 @@ def usable_url(url):
     return url
 
 
-def first_backend_with_a_key():
+def first_backend_with_a_key(base_url=None):
     for name in ("groq", "openai"):
         if os.environ.get(BACKENDS[name]["key_var"]):
             return name
+    goes_to = f"the server at {base_url} (your BASE_URL), with no key" if base_url else \
+        "the offline demo model, which only understands simple file tasks"
     print(f"note: no API key found (looked for GROQ_API_KEY and OPENAI_API_KEY in {ENV_FILE} and the environment), "
-          "so this runs on the offline demo model, which only understands simple file tasks.", file=sys.stderr)
+          f"so this runs on {goes_to}.", file=sys.stderr)
     return "demo"
 
 
@@ -96,56 +102,79 @@ def start_demo():
 
 @functools.cache
 def client(base_url, api_key):
-    # one client per server: it keeps the connection open between requests
-    return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=TIMEOUT)
+    """One client per server: it keeps the connection open between requests. A server on this machine is
+    reached directly: a proxy from HTTP_PROXY or ALL_PROXY is for the network outside."""
+    local = urllib.parse.urlsplit(base_url).hostname in ("localhost", "127.0.0.1", "::1")
+    try:
+        http = openai.DefaultHttpxClient(trust_env=not local)
+    except ImportError as error:  # ALL_PROXY=socks5://... needs a package the HTTP library does not bring
+        raise BackendError(f"A proxy in your environment cannot be used: {error}. Install what it names, or unset "
+                           "ALL_PROXY (and HTTPS_PROXY).") from None
+    return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=TIMEOUT, http_client=http)
 
 
 def chat(messages, tools=None, backend=None):
-    """Send the conversation, and the tools the model may call; return the model's whole reply message."""
+    """Send the conversation, and the tools the model may call; return the whole response. The reply is
+    response.choices[0].message: its text, and the tool calls it asks for."""
     backend = backend or choose()
     options = {"tools": tools} if tools else {}  # some servers reject an empty tools list
     try:
-        response = client(backend["base_url"], backend["api_key"]).chat.completions.create(
+        return client(backend["base_url"], backend["api_key"]).chat.completions.create(
             model=backend["model"], messages=messages, **options)
     except openai.APIError as error:
         raise BackendError(explain(error, backend)) from None
-    return response.choices[0].message
 
 
 def complete(prompt, backend=None):
     """Send one prompt and return the reply text."""
-    return chat([{"role": "user", "content": prompt}], backend=backend).content
+    return chat([{"role": "user", "content": prompt}], backend=backend).choices[0].message.content
 
 
 def where(backend):
-    """The server, as the user configured it. Example: "the groq backend at https://api.groq.com/openai/v1" """
+    """The server, as you configured it. Example: "the groq backend at https://api.groq.com/openai/v1" """
     if backend.get("url_given"):
-        return f"the server at {backend['base_url']} (your BASE_URL, as the {backend['name']} backend)"
+        return f"the server at {backend['base_url']} (your BASE_URL)"
     if backend["name"] == "demo":
         return f"the offline demo model at {backend['base_url']}"
     return f"the {backend['name']} backend at {backend['base_url']}"
 
 
+def proxy_for(url):
+    """The proxy your environment sends requests for url through, or None. Example: "http://proxy:3128" """
+    parts = urllib.parse.urlsplit(url)
+    if parts.hostname in ("localhost", "127.0.0.1", "::1") or urllib.request.proxy_bypass(parts.hostname):
+        return None
+    proxies = urllib.request.getproxies()
+    return proxies.get(parts.scheme) or proxies.get("all")
+
+
 def explain(error, backend):
     """Turn an openai exception into one paragraph: what went wrong, where, and what to change."""
-    key_var = BACKENDS[backend["name"]]["key_var"] or "API_KEY"
+    key_var = BACKENDS.get(backend["name"], {}).get("key_var") or "API_KEY"
+    body, proxy = getattr(error, "body", None), proxy_for(backend["base_url"])
+    if proxy and (isinstance(error, openai.APIConnectionError) or not isinstance(body, dict)):
+        said = getattr(error, "status_code", None) or error.message.rstrip(".")  # a provider answers in JSON
+        return (f"The proxy {proxy} (from your environment) did not pass the request on to {where(backend)}: "
+                f"{said}. Check the proxy, or unset HTTPS_PROXY, HTTP_PROXY and ALL_PROXY.")
     if isinstance(error, openai.APIConnectionError):  # timeouts included
         return (f"Could not reach {where(backend)}: {error.message.rstrip('.')}. Check that the server is running, "
                 "that BASE_URL is right (or unset it), and your network.")
     status = getattr(error, "status_code", None)
-    body = error.body if isinstance(error.body, dict) else {}  # the provider's own words, if it sent JSON
+    if status is None:  # an answer, but not one the package could read as a chat completion
+        return f"{where(backend)} sent a reply that is not a chat completion: {error.message}. Check BASE_URL."
     fix = {
         401: f"The API key was refused: check {key_var} in .env, or make a new key.",
         403: "The key may not use this model or endpoint: check the key's permissions and MODEL.",
         404: f"Check MODEL ({backend['model']!r}) against the models the server lists at "
              f"{backend['base_url']}/models, and check BASE_URL.",
         429: "You hit the provider's rate limit: wait a minute, or use a smaller model.",
-    }.get(status, "The provider had a problem: try again in a minute." if (status or 0) >= 500
+    }.get(status, "The provider had a problem: try again in a minute." if status >= 500
           else "The server did not accept the request as it was built: see Troubleshooting in the lesson.")
-    if body.get("code") == "tool_use_failed":  # Groq: the model wrote a call it could not parse
+    said = body.get("message") if isinstance(body, dict) else error.message  # the provider's own words
+    if isinstance(body, dict) and body.get("code") == "tool_use_failed":  # Groq: a call it could not parse
         fix = (f"The model wrote: {body.get('failed_generation')!r}. Run again or try another model, and send the "
                "tools on every request.")
-    return f"{where(backend)} answered {status}: {body.get('message') or error.message} {fix}"
+    return f"{where(backend)} answered {status}: {said} {fix}"
 
 
 if __name__ == "__main__":

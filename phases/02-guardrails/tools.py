@@ -1,85 +1,65 @@
 """The tools the model may call: plain functions, REGISTRY (name -> function) and TOOLS (their JSON schemas).
 
 Try one:  python -c "import tools; print(tools.list_dir('.'))"
-Before a call runs, plan() decides, once, what will run and whether a person must approve it first: guards.py
-says what is allowed, shell.py runs commands.
+plan() decides, once, what a call will do and whether a person must approve it first; guards.py has the rules.
 """
-import heapq
-import os
+import subprocess
 from functools import partial
 
 import guards
-import shell
-from guards import Refused, exact
 
-MAX_CHARS = 4000  # longest result sent back to the model, note included; one file must not flood the conversation
-NOTE_ROOM = 200  # characters kept free in a cut result for the note that says what was cut
+MAX_CHARS = 4000  # longest result sent back to the model; one huge file must not flood the conversation
+TIMEOUT = 10  # seconds a command may run
 
 
-def plan(name, args, deadline=None):
-    """Decide, once, what a call will do: returns (action, question). action() runs exactly what was checked;
-    question is what a person must approve first, or None. Raises Refused for what nobody may approve.
-    deadline (a time.monotonic()) stops a command that is still running then."""
-    if name == "run_shell":
-        argv = guards.plain_command(args["command"], deadline)  # refuses a command that names a secret file
-        if argv:  # judged plain: it runs as this argument list, and is checked again just before it runs
-            return partial(run_plain, args["command"], argv, deadline), None
-        return partial(run_argv, shell.shell_argv(args["command"], guards.search_path()), deadline), \
-            f"Run in a shell: {exact(args['command'])}"
-    return partial(REGISTRY[name], **args), None
+def truncate(text, limit=MAX_CHARS):
+    """Cut text to limit characters and say how much was cut.
+
+    Example: truncate("abcdef", 4) -> "abcd\\n[... 2 more characters cut]"
+    """
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[... {len(text) - limit} more characters cut]"
+
+
+def plan(name, args):
+    """Decide what a call will do: returns (action, question). action() runs exactly what was decided; question
+    is what a person must approve first, or None. Raises guards.Refused for what nobody may approve."""
+    if name != "run_shell":
+        return partial(REGISTRY[name], **args), None
+    command = args["command"]
+    argv = guards.plain(command)
+    if argv:  # it runs as this list of words, with no shell to read anything into them
+        return partial(run_command, argv), None
+    return partial(run_command, command, shell=True), f"Run: {guards.shown(command, one_line=True)}"
 
 
 def read_file(path):
-    """Return the text of a workspace file, at most MAX_CHARS of it."""
-    with guards.open_file(path) as file:  # a regular file inside the workspace, and no secret
-        data = file.read(MAX_CHARS * 4)  # never more than that: a 1 GB file is not loaded whole
-        more = len(file.read(1)) > 0
-    text = data.decode("utf-8", errors="replace")
-    if len(text) > MAX_CHARS - NOTE_ROOM or more:
-        return text[:MAX_CHARS - NOTE_ROOM] + "\n[... the file goes on; it was cut here]"
-    return text
+    """Return the text of a workspace file."""
+    with open(guards.inside_workspace(path), encoding="utf-8", errors="replace") as file:
+        return truncate(file.read(MAX_CHARS + 1000))  # a 20 GB file is never read whole
 
 
 def list_dir(path="."):
     """Return the names in a workspace directory, one per line; directories end with '/'."""
-    count = 0
-
-    def names(entries):
-        nonlocal count
-        for count, entry in enumerate(entries, 1):
-            yield entry.name + ("/" if entry.is_dir(follow_symlinks=False) else "")  # a link's target stays unsaid
-
-    with os.scandir(guards.inside_workspace(path)) as entries:
-        first = heapq.nsmallest(MAX_CHARS // 2, names(entries))  # in order, without keeping 200,000 names
-    text = ""
-    for shown, name in enumerate(first):
-        if len(text) + len(name) + 1 > MAX_CHARS - NOTE_ROOM:
-            return text + f"[... {count - shown} more entries; list a folder inside to see fewer]"
-        text += name + "\n"
-    return text.rstrip("\n") or "(empty directory)"
+    entries = sorted(guards.inside_workspace(path).iterdir())
+    return truncate("\n".join(p.name + "/" if p.is_dir() else p.name for p in entries) or "(empty directory)")
 
 
 def run_shell(command):
-    """Run a command line in the workspace and return its exit code and output. Here a plain command runs at
-    once; the harness runs anything else through plan(), after a person approved it."""
+    """Run a command line in the workspace and return its exit code and output. Called directly (not through
+    the harness), it runs only what would run without asking."""
     action, question = plan("run_shell", {"command": command})
     if question:
-        raise Refused("this command needs a person's approval; the harness asks for it")
+        raise guards.Refused("this command needs a person's approval; the harness asks for it")
     return action()
 
 
-def run_plain(command, argv, deadline=None):
-    """Run a command judged plain, if it is still exactly as plain as when it was judged: another call of the
-    same turn may have changed the files it names (a link swapped in) since."""
-    if guards.plain_command(command, deadline) != argv:
-        raise Refused(f"`{command}` changed between the check and the run (a file it names changed); not run")
-    return run_argv(argv, deadline)
-
-
-def run_argv(argv, deadline=None):
-    hide = guards.hidden_files() if shell.SANDBOX else ()  # the sandbox keeps these from the command
-    return shell.run(argv, cwd=guards.WORKSPACE, env=guards.command_env(argv), keep=MAX_CHARS - NOTE_ROOM,
-                     deadline=deadline, hide=hide)
+def run_command(command, shell=False):
+    """Run a list of words (or, with shell, a command line) in the workspace; its exit code and output."""
+    result = subprocess.run(command, shell=shell, cwd=guards.WORKSPACE, capture_output=True, text=True,
+                            errors="replace", timeout=TIMEOUT)
+    return truncate(f"exit code {result.returncode}\n{result.stdout}{result.stderr}")
 
 
 REGISTRY = {"read_file": read_file, "list_dir": list_dir, "run_shell": run_shell}
@@ -109,8 +89,8 @@ TOOLS = [
     {"type": "function", "function": {
         "name": "run_shell",
         "description": "Run a command in the workspace and return its exit code and output. Read-only commands "
-                       "(ls, cat, head, tail, wc, grep, git status/log/diff/show) run at once; anything else waits "
-                       "for the user's approval and may be declined. Commands time out after 10 s.",
+                       "(ls, cat, head, tail, wc, grep) run at once; anything else waits for the user's approval "
+                       "and may be declined. Commands time out after 10 s.",
         "parameters": {
             "type": "object",
             "properties": {"command": {"type": "string", "description": "The command line to run"}},

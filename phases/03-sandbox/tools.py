@@ -1,0 +1,95 @@
+"""The tools the model may call: plain functions, REGISTRY (name -> function) and TOOLS (their JSON schemas).
+
+Try one:  python -c "import tools; print(tools.list_dir('.'))"
+plan() decides, once, what a call will do and whether a person must approve it first; guards.py has the rules,
+shell.py runs commands.
+"""
+from functools import partial
+
+import guards
+import shell
+
+MAX_CHARS = 4000  # longest result sent back to the model; one huge file must not flood the conversation
+
+
+def truncate(text, limit=MAX_CHARS):
+    """Cut text to limit characters and say how much was cut.
+
+    Example: truncate("abcdef", 4) -> "abcd\\n[... 2 more characters cut]"
+    """
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[... {len(text) - limit} more characters cut]"
+
+
+def plan(name, args):
+    """Decide what a call will do: returns (action, question). action() runs exactly what was decided; question
+    is what a person must approve first, or None. Raises guards.Refused for what nobody may approve."""
+    if name != "run_shell":
+        return partial(REGISTRY[name], **args), None
+    command = args["command"]
+    argv = guards.plain(command)
+    if argv:  # it runs as this list of words, with no shell to read anything into them, and changes nothing
+        return partial(shell.run, argv, guards.WORKSPACE), None
+    action = partial(shell.run, shell.shell_argv(command), guards.WORKSPACE, path=guards.search_path(),
+                     write=shell.SANDBOX == "workspace-write")
+    return action, f"Run: {guards.shown(command, one_line=True)}"
+
+
+def read_file(path):
+    """Return the text of a workspace file."""
+    with open(guards.inside_workspace(path), encoding="utf-8", errors="replace") as file:
+        return truncate(file.read(MAX_CHARS + 1000))  # a 20 GB file is never read whole
+
+
+def list_dir(path="."):
+    """Return the names in a workspace directory, one per line; directories end with '/'."""
+    entries = sorted(guards.inside_workspace(path).iterdir())
+    return truncate("\n".join(p.name + "/" if p.is_dir() else p.name for p in entries) or "(empty directory)")
+
+
+def run_shell(command):
+    """Run a command line in the workspace and return its exit code and output. Called directly (not through
+    the harness), it runs only what would run without asking."""
+    action, question = plan("run_shell", {"command": command})
+    if question:
+        raise guards.Refused("this command needs a person's approval; the harness asks for it")
+    return action()
+
+
+REGISTRY = {"read_file": read_file, "list_dir": list_dir, "run_shell": run_shell}
+
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "read_file",
+        "description": "Read a text file in the workspace and return its contents. Long files are cut after 4000 "
+                       "characters. Use a path relative to the workspace, such as README.md or src/app.py. "
+                       "Secret files such as .env are refused.",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string", "description": "The file to read, e.g. README.md"}},
+            "required": ["path"],
+        },
+    }},
+    {"type": "function", "function": {
+        "name": "list_dir",
+        "description": "List the files and folders in a workspace directory (folders end with /). "
+                       "Call this first to see what exists before you read anything.",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string", "description": "The directory; '.' is the workspace"}},
+            "required": [],
+        },
+    }},
+    {"type": "function", "function": {
+        "name": "run_shell",
+        "description": "Run a command in the workspace and return its exit code and output. Read-only commands "
+                       "(ls, cat, head, tail, wc, grep) run at once; anything else waits for the user's approval "
+                       "and may be declined. Commands time out after 10 s.",
+        "parameters": {
+            "type": "object",
+            "properties": {"command": {"type": "string", "description": "The command line to run"}},
+            "required": ["command"],
+        },
+    }},
+]

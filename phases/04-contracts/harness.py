@@ -1,0 +1,137 @@
+"""The agent loop: send the task, run the tools the model asks for, send back the results, repeat.
+
+Run:  python harness.py "List the files here, then read backend.py and tell me which model it calls."
+      python harness.py --workspace play "Run `rm notes.txt`"      (asks you first; --yes says yes)
+The model proposes; plan() in tools.py decides what runs at once, what asks you first, and what never runs;
+on Linux every command runs in a sandbox (shell.py), and no result or question carries a secret the harness knows.
+"""
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import guards
+import shell
+from backend import BACKENDS, ENV_FILE, BackendError, chat, choose, known_secrets
+from guards import ToolError, mask, shown
+from tools import TOOLS, check_call, plan, truncate
+
+MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
+SHOWN_CHARS = 200  # of a call's arguments printed on screen; the model gets them whole
+SYSTEM = ("You are a careful assistant working in the user's workspace directory. "
+          "Use the tools to look at the files before you answer, then answer briefly.")
+
+
+def ask_user(question):
+    """The default approval: ask on the terminal; only y or yes is a yes, and the end of input is a no. The
+    question comes made safe to show (by guards.shown), so it is printed as it is."""
+    print(f"{question}? [y/N] ", end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline()
+    if not sys.stdin.isatty():  # show what was piped in, as a terminal would have
+        print(shown(answer.strip(), one_line=True) or "(end of input: no)", file=sys.stderr)
+    return answer.strip().lower() in ("y", "yes")
+
+
+def run(task, backend=None, approve=ask_user):
+    """Run one task to the end; return the model's answer, or None when MAX_STEPS ran out first.
+    approve(question) decides the calls that need a person: only True means yes."""
+    backend = backend or choose()
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}]
+    for step in range(1, MAX_STEPS + 1):
+        message = chat(messages, tools=TOOLS, backend=backend).choices[0].message
+        messages.append(assistant_message(message))
+        if not message.tool_calls:
+            return message.content or ""
+        for call in message.tool_calls:  # one tool message per call, carrying the call's id
+            print(f"[{step}] {shown(call.function.name, one_line=True)} {cut(call.function.arguments)}")
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": run_tool(call, approve)})
+    return None
+
+
+def assistant_message(message):
+    """Rebuild the model's reply with only the fields every server accepts back (no 'reasoning' and such)."""
+    reply = {"role": "assistant", "content": message.content or ""}
+    if message.tool_calls:
+        reply["tool_calls"] = [
+            {"id": call.id, "type": "function",
+             "function": {"name": call.function.name, "arguments": valid_json(call.function.arguments)}}
+            for call in message.tool_calls]
+    return reply
+
+
+def valid_json(text):
+    """The arguments to send back: the model's own if they parse, else "{}" (servers reject broken JSON).
+
+    Example: valid_json('{"path": "a"}') -> '{"path": "a"}';  valid_json('{"path": ') -> '{}'
+    """
+    try:
+        json.loads(text)
+        return text
+    except (TypeError, ValueError):
+        return "{}"
+
+
+def run_tool(call, approve):
+    """Run one tool call: its arguments checked against its schema, then as plan() decides, asking first where it
+    says so. Every failure becomes an 'error: ...' result the model can read and act on."""
+    name = call.function.name
+    try:
+        action, question = plan(name, check_call(name, call.function.arguments))
+        if question and not approve(question):
+            return "error: the user declined this call; do not try it again, find another way or answer"
+        return truncate(mask(str(action())))  # masked before it is cut: a cut could split a secret
+    except ToolError as error:  # refused: the message says why
+        return f"error: {error}"
+    except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
+        return f"error: {name} failed: {type(error).__name__}: {error}"
+
+
+def cut(text, limit=SHOWN_CHARS):
+    """Text for one line of the screen, made safe to show. Example: cut("x" * 300) -> 200 x's, then
+    " [... 100 more characters]" """
+    more = f" [... {len(text) - limit} more characters]" if len(text) > limit else ""
+    return shown(text[:limit], one_line=True) + more
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Run one task with a tool-calling model.")
+    parser.add_argument("task", help="what you want done, in quotes")
+    parser.add_argument("--backend", choices=BACKENDS,
+                        help="default: $BACKEND, else the first API key found, else demo")
+    parser.add_argument("--model", help="default: $MODEL, else the backend's default model")
+    parser.add_argument("--base-url", help="any OpenAI-compatible server (default: $BASE_URL, else the backend's)")
+    parser.add_argument("--workspace", default=".", help="the folder the tools may touch (default: here)")
+    parser.add_argument("--yes", action="store_true", help="approve every call that would be asked about")
+    parser.add_argument("--sandbox", choices=("workspace-write", "read-only", "off"), default="workspace-write",
+                        help="what an approved command may change (Linux; default: the workspace)")
+    args = parser.parse_args()
+    if not args.task.strip():
+        parser.error("the task is empty: say what you want done")
+    if not Path(args.workspace).is_dir():
+        parser.error(f"--workspace {args.workspace}: no such directory")
+    guards.WORKSPACE = Path(args.workspace).resolve()
+    os.chdir(guards.WORKSPACE)  # commands run there, and a relative path means the same to every tool
+    guards.SECRETS = known_secrets()
+    shell.PROTECTED = [*Path(__file__).resolve().parent.glob("*.py"), ENV_FILE, Path(sys.prefix)]
+    shell.SANDBOX = None if args.sandbox == "off" else args.sandbox
+    yes = args.yes
+    if shell.SANDBOX and (problem := shell.sandbox_problem()):
+        shell.SANDBOX, yes = None, False  # unsandboxed, a command is asked about, --yes or not
+        print(f"note: no sandbox ({problem}): commands that are not plainly read-only ask you first, even with "
+              "--yes; --sandbox off says you accept that.", file=sys.stderr)
+    try:
+        answer = run(args.task, choose(args.backend, args.model, args.base_url),
+                     approve=(lambda question: True) if yes else ask_user)
+    except BackendError as error:
+        sys.exit(f"error: {error}")
+    except KeyboardInterrupt:
+        sys.exit(130)
+    if answer is None:
+        print(f"stopped: hit the step limit (MAX_STEPS = {MAX_STEPS})")
+        sys.exit(3)
+    print(shown(answer))
+
+
+if __name__ == "__main__":
+    main()
