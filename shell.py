@@ -24,9 +24,9 @@ VARIABLES = ("HOME", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "TMPDIR
 NEW_GROUP = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {"start_new_session": True}
 SANDBOX = "workspace-write"  # what an approved command may do: "workspace-write", "read-only", or None: no sandbox
 PROTECTED = []  # paths no command may change, even in a writable workspace: the harness's own (harness.py sets them)
+RUNNING = set()  # the commands running now, so that whatever ends a run can end them too
 # What the sandbox shows of the system, read-only: programs, their libraries, Python, the public certificates.
 # Nothing of your home, /etc/shadow or /etc/ssl/private.
-RUNNING = set()  # the commands running now, so that whatever ends a run can end them too
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc/alternatives", "/etc/ld.so.cache",
           "/etc/ssl/certs", "/etc/localtime", "/etc/passwd", "/etc/group", sys.base_prefix, sys.prefix)
 

@@ -2,9 +2,12 @@
 or wrong. Each runs `python harness.py` for real, against a scripted server, in a scratch folder.
 
 Run:  python tests/cases.py                      (every case; each trace is written to traces/NAME.jsonl)
+      python tests/cases.py --phase 7            (the cases of phases 0 to 7: what code at phase 7 must pass)
       python tests/cases.py -v rate_limited_then_answered     (-v: show what the harness printed, too)
-The tests run the same cases (tests/checkpoints/test_phase5_recovery.py).
+Each case names the phase that introduced what it checks; that phase's check runs it on every later checkpoint too
+(tests/checkpoints/test_phase5_budgets.py, test_phase6_clock.py, test_phase7_recovery.py, test_phase8_streaming.py).
 """
+import argparse
 import email.utils
 import json
 import sys
@@ -16,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from helpers import ROOT, copy_code, demo_model, run_python
 
-WORKERS = 8  # cases run side by side: most of a case is waiting (for a sleep, a retry, a deadline)
+WORKERS = 6  # cases run side by side: most of a case is waiting (for a sleep, a retry, a deadline)
 
 
 def call(name, arguments, id=None):
@@ -54,149 +57,182 @@ def in_two_seconds():
 # seconds (the most the run may take).
 CASES = {
     "two_steps": {
+        "phase": 5,
         "task": "List the files here, then read notes.txt",
         "script": [LIST, READ, "The notes say: buy milk."],
         "expect": {"status": "answered", "exit": 0, "requests": 3, "results": ["notes.txt", "buy milk"],
                    "answer": "buy milk"}},
     "declined_command": {
+        "phase": 5,
         "task": "Delete notes.txt", "input": "n\n",
         "script": [{"tool_calls": [call("run_shell", {"command": "rm notes.txt"})]}, "I did not delete it."],
         "expect": {"status": "answered", "exit": 0, "results": ["error: the user declined"], "files": ["notes.txt"]}},
     "unknown_tool": {
+        "phase": 5,
         "task": "Search the web",
         "script": [{"tool_calls": [call("web_search", {"query": "milk"})]}, LIST, "I can only look at files."],
         "expect": {"status": "answered", "exit": 0, "results": ["error: there is no tool called 'web_search'",
                                                                 "notes.txt"]}},
     "malformed_then_fixed": {
+        "phase": 5,
         "task": "Read notes.txt",
         "script": [{"tool_calls": [call("read_file", '{"path": "notes.txt"')]}, READ, "Read it."],
         "expect": {"status": "answered", "exit": 0, "results": ["arguments are not valid JSON", "buy milk"]}},
     "tool_use_failed_then_answered": {
+        "phase": 7,
         "task": "Read notes.txt",
         "script": [TOOL_USE_FAILED, READ, "Read it."],
         "expect": {"status": "answered", "exit": 0, "requests": 3, "stderr": "the model wrote",
                    "results": ["buy milk"]}},
     "rate_limited_then_answered": {
+        "phase": 7,
         "task": "Say hi",
         "script": [{"status": 429, "headers": {"retry-after": "1"},
                     "body": error("Rate limit reached for model `openai/gpt-oss-120b` on tokens per minute (TPM): "
                                   "Limit 8000, Used 7034, Requested 1443.", code="rate_limit_exceeded")}, "Hi."],
-        "expect": {"status": "answered", "exit": 0, "requests": 2, "stderr": "trying again in 1.0 s"}},
+        # phase 7 on, the openai package retries, and says so in its own words
+        "expect": {"status": "answered", "exit": 0, "requests": 2, "stderr": "Retrying request"}},
     "server_error_then_answered": {
+        "phase": 7,
         "task": "Say hi",
         "script": [{"status": 503, "body": {"error": {"message": "Service Unavailable",
                                                       "type": "internal_server_error"}}},
                    {"status": 502, "body": "<html><body>502 Bad Gateway</body></html>"}, "Hi."],
         "expect": {"status": "answered", "exit": 0, "requests": 3}},
     "dropped_connection_then_answered": {
+        "phase": 7,
         "task": "Say hi",
         "script": [{"drop": True}, "Hi."],
         "expect": {"status": "answered", "exit": 0, "requests": 2}},
     "answer_in_an_error_body_then_answered": {
+        "phase": 7,
         "task": "Say hi",
         "script": [{"status": 200, "body": error("Internal error while streaming")}, "Hi."],
-        "expect": {"status": "answered", "exit": 0, "requests": 2, "stderr": "without a reply"}},
+        "expect": {"status": "answered", "exit": 0, "requests": 2, "stderr": "not a chat completion"}},
     "bad_key_is_not_retried": {
+        "phase": 7,
         "task": "Say hi",
         "script": [{"status": 401, "body": error("Invalid API Key", code="invalid_api_key")}],
         "expect": {"status": "provider_error", "exit": 1, "requests": 1, "stderr": "GROQ_API_KEY"}},
     "unknown_model_is_not_retried": {
+        "phase": 7,
         "task": "Say hi",
         "script": [{"status": 404, "body": error("The model `gpt-oss-120b` does not exist or you do not have access "
                                                  "to it.", code="model_not_found")}],
         "expect": {"status": "provider_error", "exit": 1, "requests": 1, "stderr": "Check MODEL"}},
     "step_limit": {
+        "phase": 5,
         "task": "Look around", "args": ["--max-steps", "2"],
         "script": [LIST, LIST, LIST],
         "expect": {"status": "step_limit", "exit": 3, "requests": 2}},
     "length_stop": {
+        "phase": 7,
         "task": "Explain everything",
         "script": [{"content": "Everything began when", "finish_reason": "length"}],
         "expect": {"status": "incomplete", "exit": 4, "answer": "Everything began when"}},
     "duplicate_ids": {
+        "phase": 7,
         "task": "Read notes.txt and list the files",
         "script": [{"tool_calls": [call("read_file", {"path": "notes.txt"}, id="x"),
                                    call("list_dir", {"path": "."}, id="x")]}, "Both done."],
         "expect": {"status": "answered", "exit": 0, "results": ["buy milk", "notes.txt"]}},
     "missing_id": {
+        "phase": 7,
         "task": "Read notes.txt",
         "script": [{"tool_calls": [call("read_file", {"path": "notes.txt"}, id="")]}, "Done."],
         "expect": {"status": "answered", "exit": 0, "results": ["buy milk"]}},
     "same_call_again_and_again": {
+        "phase": 7,
         "task": "Read notes.txt",
         "script": [READ, READ, READ, READ, READ],
         "expect": {"status": "repeated", "exit": 3, "requests": 4,
                    "results": ["buy milk", "buy milk", "error: not run: you made this exact call in 3 turns",
-                               "error: not finished: the run stopped (repeated)"]}},
+                               "error: not run: the run ended first (repeated)"]}},
     "empty_answer_then_answered": {
+        "phase": 7,
         "task": "Say hi",
         "script": [{"content": ""}, "Hi."],
         "expect": {"status": "answered", "exit": 0, "requests": 2, "answer": "Hi."}},
     "stream_arguments_in_pieces": {
+        "phase": 8,
         "task": "Read notes.txt", "args": ["--stream"],
         "script": [{"tool_calls": [call("read_file", {"path": "notes.txt"})], "split_arguments": 4},
                    "The notes say buy milk."],
         "expect": {"status": "answered", "exit": 0, "results": ["buy milk"], "answer": "The notes say buy milk."}},
     "stream_cut_short_then_answered": {
+        "phase": 8,
         "task": "Say hi", "args": ["--stream"],
         "script": [{"content": "Hello there, this stream will break", "cut_after": 2}, "Hi again."],
         "expect": {"status": "answered", "exit": 0, "requests": 2, "stderr": "stream ended before"}},
     "stream_error_event_then_answered": {
+        "phase": 8,
         "task": "Read notes.txt", "args": ["--stream"],
         "script": [{"content": "", "error_event": TOOL_USE_FAILED["body"]["error"]}, READ, "Read it."],
         "expect": {"status": "answered", "exit": 0, "requests": 3, "results": ["buy milk"]}},
 
     # One clock: --deadline bounds the whole run, whatever the server or the tools do.
     "trickling_reply_meets_the_deadline": {
-        "task": "Say hi", "args": ["--deadline", "3"],
+        "phase": 6,
+        "task": "Say hi", "args": ["--deadline", "5"],
         "script": [{"content": "never finished", "trickle_forever": 0.2}],
-        "expect": {"status": "deadline", "exit": 3, "requests": 1, "seconds": 4.5}},
+        "expect": {"status": "deadline", "exit": 3, "requests": 1, "seconds": 15}},
     "trickling_stream_meets_the_deadline": {
-        "task": "Say hi", "args": ["--stream", "--deadline", "3"],
+        "phase": 8,
+        "task": "Say hi", "args": ["--stream", "--deadline", "5"],
         "script": [{"content": "never finished", "trickle_forever": 0.2}],
-        "expect": {"status": "deadline", "exit": 3, "requests": 1, "seconds": 4.5}},
+        "expect": {"status": "deadline", "exit": 3, "requests": 1, "seconds": 15}},
     "slow_but_steady_reply_is_kept": {
+        "phase": 6,
         "task": "Say hi",
         "script": [{"content": "Hi, slowly.", "trickle": 0.002}],
         "expect": {"status": "answered", "exit": 0, "answer": "Hi, slowly."}},
     "approved_sleep_meets_the_deadline": {
-        "task": "Sleep", "args": ["--yes", "--deadline", "3"],
-        "script": [{"tool_calls": [call("run_shell", {"command": "sleep 30; echo woke"})]}, "never asked"],
-        "expect": {"status": "deadline", "exit": 3, "requests": 1, "seconds": 4.5,
+        "phase": 6,
+        "task": "Sleep", "args": ["--yes", "--deadline", "5"],
+        "script": [{"tool_calls": [call("run_shell", {"command": "sleep 60; echo woke"})]}, "never asked"],
+        "expect": {"status": "deadline", "exit": 3, "requests": 1, "seconds": 15,
                    "results": ["the run's deadline"]}},
     "retry_wait_past_the_deadline": {
-        "task": "Say hi", "args": ["--deadline", "2"],
-        "script": [{"status": 429, "headers": {"retry-after": "5"}, "body": error("slow down")}, "Hi."],
-        "expect": {"status": "deadline", "exit": 3, "requests": 1, "seconds": 3.5, "stderr": "slow down"}},
+        "phase": 7,
+        "task": "Say hi", "args": ["--deadline", "5"],
+        "script": [{"status": 429, "headers": {"retry-after": "60"}, "body": error("slow down")}, "Hi."],
+        "expect": {"status": "deadline", "exit": 3, "requests": 1, "seconds": 15, "stderr": "Retrying request"}},
 
     # Replies that are not replies: retried, then provider_error; never a traceback.
     "not_json_then_answered": {
+        "phase": 7,
         "task": "Say hi",
         "script": [{"status": 200, "body": "not json at all", "content_type": "application/json"}, "Hi."],
         "expect": {"status": "answered", "exit": 0, "requests": 2}},
     "empty_body_then_answered": {
+        "phase": 7,
         "task": "Say hi",
         "script": [{"status": 200, "body": "", "content_type": "application/json"}, "Hi."],
         "expect": {"status": "answered", "exit": 0, "requests": 2}},
     "json_nested_too_deep_then_answered": {
+        "phase": 7,
         "task": "Say hi",
         "script": [{"status": 200, "body": "[" * 100000 + "]" * 100000, "content_type": "application/json"}, "Hi."],
         "expect": {"status": "answered", "exit": 0, "requests": 2}},
     "tool_call_of_an_unknown_type_then_answered": {
+        "phase": 7,
         "task": "Say hi",
         "script": [{"message": {"role": "assistant", "content": None, "tool_calls": [
             {"id": "c1", "type": "custom", "custom": {"name": "x", "input": "y"}}]}}, "Hi."],
-        "expect": {"status": "answered", "exit": 0, "requests": 2, "stderr": "not a function call"}},
+        "expect": {"status": "answered", "exit": 0, "requests": 2, "stderr": "not a chat completion"}},
     "tool_call_without_a_function_then_answered": {
+        "phase": 7,
         "task": "Say hi",
         "script": [{"message": {"role": "assistant", "content": None, "tool_calls": [
             {"id": "c1", "type": "function", "function": None}]}}, "Hi."],
         "expect": {"status": "answered", "exit": 0, "requests": 2}},
     "broken_replies_every_time": {
+        "phase": 7,
         "task": "Say hi",
         "script": [{"status": 200, "body": "", "content_type": "application/json"}] * 4,
-        "expect": {"status": "provider_error", "exit": 1, "requests": 4, "stderr": "broken reply"}},
+        "expect": {"status": "provider_error", "exit": 1, "requests": 3, "stderr": "broken reply"}},
     "lone_surrogate_in_arguments_and_answer": {
+        "phase": 7,
         "task": "Read it",
         "script": [{"message": {"role": "assistant", "content": None, "tool_calls": [
             {"id": "c1", "type": "function", "function": {"name": "read_file",
@@ -204,45 +240,54 @@ CASES = {
             {"content": "Odd \ud800 name."}],
         "expect": {"status": "answered", "exit": 0, "results": ["error:"], "stdout": "Odd"}},
     "retry_after_ms_zero_is_a_backoff": {
+        "phase": 7,
         "task": "Say hi",
         "script": [{"status": 429, "headers": {"retry-after-ms": "0"}, "body": error("busy")}, "Hi."],
         "expect": {"status": "answered", "exit": 0, "requests": 2}},
     "negative_retry_after_is_a_backoff": {
+        "phase": 7,
         "task": "Say hi",
         "script": [{"status": 503, "headers": {"retry-after": "-5"}, "body": error("busy")}, "Hi."],
-        "expect": {"status": "answered", "exit": 0, "requests": 2, "seconds": 3}},
+        "expect": {"status": "answered", "exit": 0, "requests": 2, "seconds": 15}},
     "a_wait_too_long_is_named_in_the_message": {
+        "phase": 7,
         "task": "Say hi",
         "script": [{"status": 429, "headers": {"retry-after": "3600"}, "body": error("Rate limit reached")}],
         "expect": {"status": "provider_error", "exit": 1, "requests": 1, "stderr": "a wait of 3600 s",
                    "stderr_lacks": "wait a minute"}},
     "http_date_retry_after_is_honoured": {
+        "phase": 7,
         "task": "Say hi",
         "script": lambda: [{"status": 429, "headers": {"retry-after": in_two_seconds()}, "body": error("busy")}, "Hi."],
-        "expect": {"status": "answered", "exit": 0, "requests": 2, "seconds": 5, "stderr": "trying again in"}},
+        "expect": {"status": "answered", "exit": 0, "requests": 2, "seconds": 15, "stderr": "Retrying request"}},
     "trace_that_cannot_be_written": {
+        "phase": 5,
         "task": "Say hi", "trace": "/dev/full",
         "script": ["Hi."],
         "expect": {"status": None, "exit": 1, "stderr": "trace"}},
 
     # Repeated calls judged by what they mean.
     "three_identical_calls_in_one_turn_run_once": {
+        "phase": 6,
         "task": "Sleep", "args": ["--yes"],
-        "script": [{"tool_calls": [call("run_shell", {"command": "sleep 1; echo once"}, id=f"s{n}")
+        "script": [{"tool_calls": [call("run_shell", {"command": "sleep 4; echo once"}, id=f"s{n}")
                                    for n in range(3)]}, "Slept."],
-        "expect": {"status": "answered", "exit": 0, "results": ["once", "once", "once"], "seconds": 4}},
+        "expect": {"status": "answered", "exit": 0, "results": ["once", "once", "once"], "seconds": 10}},
     "same_command_spelled_otherwise_is_the_same_call": {
+        "phase": 7,
         "task": "Read notes.txt",
         "script": [{"tool_calls": [call("run_shell", {"command": command})]}
                    for command in ("cat notes.txt", "cat  notes.txt", "cat 'notes.txt'", " cat notes.txt")],
         "expect": {"status": "repeated", "exit": 3, "requests": 4}},
     "same_call_spelled_otherwise_is_the_same_call": {
+        "phase": 7,
         "task": "Read notes.txt",
         "script": [READ, {"tool_calls": [call("read_file", {"path": "./notes.txt"})]},
                    {"tool_calls": [call("read_file", {"path": "notes.txt", "offset": 1, "limit": 200})]},
                    {"tool_calls": [call("read_file", {"limit": 200, "path": "sub/../notes.txt"})]}],
         "expect": {"status": "repeated", "exit": 3, "requests": 4}},
     "same_call_with_other_spacing_is_the_same_call": {
+        "phase": 7,
         "task": "Read notes.txt",
         "script": [READ, {"tool_calls": [call("read_file", '{ "path" :"notes.txt" }')]},
                    {"tool_calls": [call("read_file", '{"path":"notes.txt"}')]}, READ],
@@ -250,26 +295,31 @@ CASES = {
 
     # Streams as other servers send them.
     "stream_finished_then_cut_is_kept": {
+        "phase": 8,
         "task": "Say hi", "args": ["--stream"],
         "script": [{"events": [chunk({"role": "assistant", "content": "Kept "}), chunk({"content": "whole."}),
                                chunk({}, "stop")], "done": False}],
         "expect": {"status": "answered", "exit": 0, "requests": 1, "answer": "Kept whole."}},
-    "stream_retry_does_not_print_the_text_twice": {
+    "stream_retry_marks_where_the_reply_starts_again": {
+        "phase": 8,
         "task": "Say hi", "args": ["--stream"],
         "script": [{"content": "one two three four five six seven eight", "cut_after": 2},
                    {"content": "one two three four five six seven eight"}],
-        "expect": {"status": "answered", "exit": 0, "requests": 2, "stdout_once": "one two three four"}},
+        "expect": {"status": "answered", "exit": 0, "requests": 2, "stdout_once": "[the reply starts again]"}},
     "stream_retry_that_says_less_is_shown_whole": {
+        "phase": 8,
         "task": "Say hi", "args": ["--stream"],
         "script": [{"content": "one two three four five six seven eight", "cut_after": 3}, {"content": "one"}],
         "expect": {"status": "answered", "exit": 0, "requests": 2, "answer": "one",
                    "stdout": "[the reply starts again]\none\n"}},
     "json_error_answering_a_stream_request": {
+        "phase": 8,
         "task": "Say hi", "args": ["--stream"],
         "script": [{"status": 200, "body": error("The stream backend is overloaded"),
                     "content_type": "application/json"}, "Hi."],
         "expect": {"status": "answered", "exit": 0, "requests": 2, "stderr": "The stream backend is overloaded"}},
     "stream_calls_without_index": {
+        "phase": 8,
         "task": "Read two", "args": ["--stream"],
         "script": [{"events": [chunk({"role": "assistant", "content": None}),
                                chunk({"tool_calls": [{"id": "a1", "type": "function",
@@ -280,6 +330,7 @@ CASES = {
                                chunk({}, "tool_calls")]}, "Two done."],
         "expect": {"status": "answered", "exit": 0, "results": ["notes.txt", "buy milk"]}},
     "stream_parallel_calls_sharing_index_0": {
+        "phase": 8,
         "task": "Read two", "args": ["--stream"],
         "script": [{"events": [chunk({"tool_calls": [{"index": 0, "id": "a1", "type": "function",
                                                       "function": {"name": "list_dir", "arguments": "{}"}}]}),
@@ -289,6 +340,7 @@ CASES = {
                                chunk({}, "tool_calls")]}, "Two done."],
         "expect": {"status": "answered", "exit": 0, "results": ["notes.txt", "buy milk"]}},
     "stream_whole_calls_without_index_or_id": {
+        "phase": 8,
         "task": "Read two", "args": ["--stream"],
         "script": [{"events": [chunk({"tool_calls": [{"function": {"name": "list_dir", "arguments": "{}"}}]}),
                                chunk({"tool_calls": [{"function": {"name": "read_file",
@@ -296,6 +348,7 @@ CASES = {
                                chunk({}, "tool_calls")]}, "Two done."],
         "expect": {"status": "answered", "exit": 0, "results": ["notes.txt", "buy milk"]}},
     "stream_name_repeated_in_every_piece": {
+        "phase": 8,
         "task": "List", "args": ["--stream"],
         "script": [{"events": [chunk({"tool_calls": [{"index": 0, "id": "a1", "type": "function",
                                                       "function": {"name": "list_dir", "arguments": '{"pa'}}]}),
@@ -304,6 +357,7 @@ CASES = {
                                chunk({}, "tool_calls")]}, "Listed."],
         "expect": {"status": "answered", "exit": 0, "results": ["notes.txt"]}},
     "stream_usage_chunk_without_choices": {
+        "phase": 8,
         "task": "Say hi", "args": ["--stream"],
         "script": [{"events": [chunk({"role": "assistant", "content": "Counted."}), chunk({}, "stop"),
                                {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": "m",
@@ -311,6 +365,7 @@ CASES = {
         "expect": {"status": "answered", "exit": 0, "answer": "Counted."}},
 
     "stream_delta_null_and_arguments_as_an_object": {
+        "phase": 8,
         "task": "Read notes.txt", "args": ["--stream"],
         "script": [{"events": [{**chunk({}), "choices": [{"index": 0, "delta": None, "finish_reason": None}]},
                                chunk({"tool_calls": [{"index": 0, "id": "a1", "type": "function",
@@ -319,37 +374,44 @@ CASES = {
                                chunk({}, "tool_calls")]}, "Read it."],
         "expect": {"status": "answered", "exit": 0, "results": ["buy milk"]}},
     "stream_chunk_that_is_no_object_then_answered": {
+        "phase": 8,
         "task": "Say hi", "args": ["--stream"],
         "script": [{"events": [chunk({"content": "Half"}), "data: [1, 2]\n\n", chunk({}, "stop")]}, "Hi."],
         "expect": {"status": "answered", "exit": 0, "requests": 2, "answer": "Hi."}},
     "stream_with_two_choices_keeps_the_first": {
+        "phase": 8,
         "task": "Say hi", "args": ["--stream"],
         "script": [{"events": [{**chunk({}), "choices": [{"index": 1, "delta": {"content": "Second."}},
                                                          {"index": 0, "delta": {"content": "First."}}]},
                                chunk({}, "stop")]}],
         "expect": {"status": "answered", "exit": 0, "answer": "First.", "stdout_lacks": "Second."}},
     "message_that_is_no_object_then_answered": {
+        "phase": 7,
         "task": "Say hi",
         "script": [{"status": 200, "body": {"choices": [{"index": 0, "message": "Hi.", "finish_reason": "stop"}]}},
                    "Hi."],
-        "expect": {"status": "answered", "exit": 0, "requests": 2, "stderr": "without a message"}},
+        "expect": {"status": "answered", "exit": 0, "requests": 2, "stderr": "not a chat completion"}},
     "fields_of_the_wrong_type_then_answered": {
+        "phase": 7,
         "task": "Say hi",
         "script": [{"status": 200, "body": {"choices": [{"index": 0, "finish_reason": "stop", "message": {
             "role": "assistant", "content": "Hi.", "refusal": 5}}]}}, "Hi."],
         "expect": {"status": "answered", "exit": 0, "requests": 2, "stderr": "not a chat completion"}},
     "usage_that_does_not_count_is_estimated": {
+        "phase": 7,
         "task": "Say hi",
         "script": [{"status": 200, "body": {"choices": [{"index": 0, "finish_reason": "stop", "message": {
             "role": "assistant", "content": "Hi."}}], "usage": [1]}},
                    {"content": "unused"}],
         "expect": {"status": "answered", "exit": 0, "requests": 1, "answer": "Hi."}},
     "usage_of_nulls_in_a_stream_is_estimated": {
+        "phase": 8,
         "task": "Say hi", "args": ["--stream"],
         "script": [{"events": [chunk({"content": "Hi."}), chunk({}, "stop", usage={
             "prompt_tokens": None, "completion_tokens": None, "total_tokens": None})]}],
         "expect": {"status": "answered", "exit": 0, "answer": "Hi."}},
     "number_ids_and_choices_out_of_order": {
+        "phase": 7,
         "task": "Read notes.txt",
         "script": [{"status": 200, "body": {"choices": [
             {"index": 1, "finish_reason": "stop", "message": {"role": "assistant", "content": "Not this one."}},
@@ -360,28 +422,34 @@ CASES = {
         "expect": {"status": "answered", "exit": 0, "requests": 2, "results": ["buy milk"], "answer": "Read it."}},
 
     "stream_choices_that_are_no_list_then_answered": {
+        "phase": 8,
         "task": "Say hi", "args": ["--stream"],
         "script": [{"events": [{**chunk({}), "choices": 5}, chunk({}, "stop")]}, "Hi."],
-        "expect": {"status": "answered", "exit": 0, "requests": 2, "stderr": "choices is not a list"}},
+        "expect": {"status": "answered", "exit": 0, "requests": 2, "stderr": "no chunk"}},
     "stream_tool_calls_that_are_no_list_then_answered": {
+        "phase": 8,
         "task": "Say hi", "args": ["--stream"],
         "script": [{"events": [chunk({"tool_calls": 5}), chunk({}, "tool_calls")]}, "Hi."],
-        "expect": {"status": "answered", "exit": 0, "requests": 2, "stderr": "tool_calls is not a list"}},
+        "expect": {"status": "answered", "exit": 0, "requests": 2, "stderr": "no chunk"}},
     "content_parts_holding_numbers_are_text": {
+        "phase": 7,
         "task": "Say hi",
         "script": [{"message": {"role": "assistant", "content": [{"type": "text", "text": 42}]}}],
         "expect": {"status": "answered", "exit": 0, "requests": 1, "answer": "42"}},
     "retry_after_date_too_big_is_a_backoff": {
+        "phase": 7,
         "task": "Say hi",
         "script": [{"status": 429, "headers": {"retry-after": "Sun, 06 Nov 1994 08:49:37 +99999999999999"},
                     "body": error("busy")}, "Hi."],
-        "expect": {"status": "answered", "exit": 0, "requests": 2, "seconds": 4}},
+        "expect": {"status": "answered", "exit": 0, "requests": 2, "seconds": 15}},
     "unknown_finish_reason_is_not_finished": {
+        "phase": 7,
         "task": "Explain",
         "script": [{"content": "The three causes are: first, the", "finish_reason": "model_length"}],
         "expect": {"status": "incomplete", "exit": 4, "stdout": "The three causes are"}},
 
     "stream_events_with_ids_comments_and_pings": {
+        "phase": 8,
         "task": "Say hi", "args": ["--stream"],
         "script": [{"events": [f"id: 1\ndata: {json.dumps(chunk({'content': 'Hello'}))}\n\n", ": keep-alive\n\n",
                                "event: ping\n\n", "retry: 3000\n\n",
@@ -389,60 +457,72 @@ CASES = {
                                f"id: 3\ndata: {json.dumps(chunk({}, 'stop'))}\n\n"]}],
         "expect": {"status": "answered", "exit": 0, "requests": 1, "answer": "Hello world."}},
     "stream_starting_with_a_byte_order_mark": {
+        "phase": 8,
         "task": "Say hi", "args": ["--stream"],
         "script": [{"events": [f"\ufeffdata: {json.dumps(chunk({'content': 'Hello'}))}\n\n",
                                chunk({"content": " world."}), chunk({}, "stop")]}],
         "expect": {"status": "answered", "exit": 0, "requests": 1, "answer": "Hello world."}},
     "endless_stream_is_cut": {
+        "phase": 8,
         "task": "Write a lot", "args": ["--stream"],
         "script": [{"events": [chunk({"content": "x" * 100_000})] * 30 + [chunk({}, "stop")]}],
         "expect": {"status": "incomplete", "exit": 4, "trace_under": 200_000}},
 
     "a_path_or_command_too_long_is_refused_at_once": {
-        "task": "Read it", "args": ["--deadline", "3"],
+        "phase": 6,
+        "task": "Read it", "args": ["--deadline", "10"],
         "script": [{"tool_calls": [call("read_file", {"path": "a/" * 200_000 + "x"}, id="r1"),
                                    call("run_shell", {"command": "cat " + "a/" * 100_000 + "x"}, id="r2")]},
                    "Too long."],
-        "expect": {"status": "answered", "exit": 0, "seconds": 5,
+        "expect": {"status": "answered", "exit": 0, "seconds": 30,
                    "results": ["longer than PATH_MAX", "characters long"]}},
     "too_many_calls_in_one_reply_are_cut": {
-        "task": "List", "args": ["--deadline", "5"],
+        "phase": 7,
+        "task": "List", "args": ["--deadline", "10"],
         "script": [{"tool_calls": [call("list_dir", {"path": f"d{n}"}) for n in range(5000)]}],
-        "expect": {"status": "incomplete", "exit": 4, "seconds": 6, "trace_under": 200_000}},
+        "expect": {"status": "incomplete", "exit": 4, "seconds": 30, "trace_under": 200_000}},
     "too_many_calls_in_one_stream_are_cut": {
-        "task": "List", "args": ["--stream", "--deadline", "5"],
+        "phase": 8,
+        "task": "List", "args": ["--stream", "--deadline", "10"],
         "script": [{"events": [chunk({"tool_calls": [{"index": n, "id": f"c{n}", "type": "function", "function": {
             "name": "list_dir", "arguments": "{}"}}]}) for n in range(5000)] + [chunk({}, "tool_calls")]}],
-        "expect": {"status": "incomplete", "exit": 4, "seconds": 6, "trace_under": 200_000}},
+        "expect": {"status": "incomplete", "exit": 4, "seconds": 30, "trace_under": 200_000}},
     "finish_reasons_of_a_finished_answer_from_other_servers": {
+        "phase": 7,
         "task": "What is 2+2?",
         "script": [{"content": "4.", "finish_reason": "eos_token"}],
         "expect": {"status": "answered", "exit": 0, "answer": "4."}},
 
     # Endings that say what happened.
     "content_filter_is_its_own_ending": {
+        "phase": 7,
         "task": "Say something",
         "script": [{"content": "The first half", "finish_reason": "content_filter"}],
         "expect": {"status": "content_filter", "exit": 4, "stdout": "The first half"}},
     "refusal_is_shown": {
+        "phase": 7,
         "task": "Do something bad",
         "script": [{"message": {"role": "assistant", "content": None, "refusal": "I can't help with that."}}],
         "expect": {"status": "refused", "exit": 4, "stdout": "I can't help with that."}},
     "huge_reply_is_cut": {
+        "phase": 7,
         "task": "Write a lot",
         "script": [{"content": "x" * 2_000_000}],
         "expect": {"status": "incomplete", "exit": 4, "trace_under": 200_000}},
     "token_budget_without_usage_from_the_server": {
+        "phase": 5,
         "task": "Loop", "args": ["--max-tokens", "300"],
         "script": [{**LIST, "usage": False}] * 10,
         "expect": {"status": "token_limit", "exit": 3}},
 
     # Messages that point at the fix.
     "a_base_url_that_is_no_url": {
+        "phase": 5,
         "task": "Say hi", "env": {"BASE_URL": "localhost:8000/v1"},
         "script": [],
         "expect": {"status": None, "exit": 1, "requests": 0, "stderr": "needs http:// or https://"}},
     "failures_without_stream_do_not_mention_it": {
+        "phase": 8,
         "task": "Say hi",
         "script": [{"status": 200, "body": "", "content_type": "application/json"}] * 4,
         "expect": {"status": "provider_error", "exit": 1, "stderr_lacks": "--stream"}},
@@ -500,7 +580,7 @@ def problems(expect, done, records, server, work, seconds, trace):
         found.append(f"stdout has {expect['stdout_once']!r} {done.stdout.count(expect['stdout_once'])} times")
     if "results" in expect and not matches(expect["results"], results):
         found.append(f"the tool results {results} do not match {expect['results']}")
-    if seconds > expect.get("seconds", 30):
+    if seconds > expect.get("seconds", 60):
         found.append(f"it took {seconds:.1f} s, more than {expect['seconds']} s")
     if "trace_under" in expect and trace.is_file() and trace.stat().st_size > expect["trace_under"]:
         found.append(f"the trace is {trace.stat().st_size} bytes")
@@ -525,25 +605,30 @@ def matches(parts, results):
     return not left
 
 
-def main(names):
-    show = "-v" in names
-    names = [name for name in names if name != "-v"]
+def main(argv):
+    parser = argparse.ArgumentParser(description="Run the scripted cases against the code in the repository root.")
+    parser.add_argument("names", nargs="*", help="the cases to run (default: every case)")
+    parser.add_argument("-v", dest="show", action="store_true", help="show what the harness printed, too")
+    parser.add_argument("--phase", type=int, metavar="N", help="only the cases of phases 0 to N")
+    args = parser.parse_args(argv)
+    show, names = args.show, args.names or [name for name, case in CASES.items()
+                                            if args.phase is None or case["phase"] <= args.phase]
     unknown = [n for n in names if n not in CASES]
     if unknown:
         sys.exit(f"no such case: {', '.join(unknown)}. The cases are: {', '.join(CASES)}")
     Path("traces").mkdir(exist_ok=True)
-    for name in names or CASES:
+    for name in names:
         (Path("traces") / f"{name}.jsonl").unlink(missing_ok=True)  # each trace holds the last run only
-    running = {} if show else start_cases(names or CASES, ROOT, "traces")
+    running = {} if show else start_cases(names, ROOT, "traces")
     failed = 0
-    for name in names or CASES:
+    for name in names:
         found = running[name].result() if name in running else run_case(name, ROOT, Path("traces") / f"{name}.jsonl",
                                                                          show)
         failed += bool(found)
         print(f"{'ok  ' if not found else 'FAIL'} {name:48} traces/{name}.jsonl")
         for problem in found:
             print(f"       {problem}")
-    print(f"{len(names or CASES) - failed} passed, {failed} failed")
+    print(f"{len(names) - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 

@@ -10,13 +10,14 @@ MAX_CHARS = 4000  # longest result sent back to the model; one huge file must no
 
 
 def truncate(text, limit=MAX_CHARS):
-    """Cut text to limit characters and say how much was cut.
+    """Cut text to limit characters, the note that says how much was cut included.
 
-    Example: truncate("abcdef", 4) -> "abcd\\n[... 2 more characters cut]"
+    Example: truncate("a" * 5000, 100) -> 50 times "a", then "\\n[... 4950 more characters cut]"
     """
     if len(text) <= limit:
         return text
-    return text[:limit] + f"\n[... {len(text) - limit} more characters cut]"
+    kept = limit - 50  # room for the note
+    return text[:kept] + f"\n[... {len(text) - kept} more characters cut]"
 
 
 def read_file(path):

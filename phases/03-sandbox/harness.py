@@ -77,7 +77,7 @@ def run_tool(call, approve):
     'error: ...' result the model can read and act on."""
     name = call.function.name
     if name not in REGISTRY:
-        return f"error: there is no tool called {name!r}. The tools are: {', '.join(REGISTRY)}."
+        return truncate(f"error: there is no tool called {name!r}. The tools are: {', '.join(REGISTRY)}.")
     try:
         args = json.loads(call.function.arguments or "{}")  # some servers send "" for no arguments
     except json.JSONDecodeError as error:
@@ -87,11 +87,11 @@ def run_tool(call, approve):
         return "error: the arguments must be a JSON object, e.g. {\"path\": \"README.md\"}."
     try:
         action, question = plan(name, args)
-        if question and not approve(question):
+        if question and approve(question) is not True:  # only a yes is a yes: not 1, not "yes", not None
             return "error: the user declined this call; do not try it again, find another way or answer"
         return truncate(mask(str(action())))  # masked before it is cut: a cut could split a secret
     except ToolError as error:  # refused: the message says why
-        return f"error: {error}"
+        return truncate(f"error: {error}")
     except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
         return f"error: {name} failed: {type(error).__name__}: {error}"
 
@@ -121,7 +121,7 @@ def main():
         parser.error(f"--workspace {args.workspace}: no such directory")
     guards.WORKSPACE = Path(args.workspace).resolve()
     os.chdir(guards.WORKSPACE)  # commands run there, and a relative path means the same to every tool
-    guards.SECRETS = known_secrets()
+    guards.SECRETS = known_secrets(guards.WORKSPACE)
     shell.PROTECTED = [*Path(__file__).resolve().parent.glob("*.py"), ENV_FILE, Path(sys.prefix)]
     shell.SANDBOX = None if args.sandbox == "off" else args.sandbox
     yes = args.yes

@@ -10,16 +10,18 @@ import guards
 import shell
 
 MAX_CHARS = 4000  # longest result sent back to the model; one huge file must not flood the conversation
+MAX_COMMAND = 10_000  # characters: a longer command is refused (a script belongs in a file)
 
 
 def truncate(text, limit=MAX_CHARS):
-    """Cut text to limit characters and say how much was cut.
+    """Cut text to limit characters, the note that says how much was cut included.
 
-    Example: truncate("abcdef", 4) -> "abcd\\n[... 2 more characters cut]"
+    Example: truncate("a" * 5000, 100) -> 50 times "a", then "\\n[... 4950 more characters cut]"
     """
     if len(text) <= limit:
         return text
-    return text[:limit] + f"\n[... {len(text) - limit} more characters cut]"
+    kept = limit - 50  # room for the note
+    return text[:kept] + f"\n[... {len(text) - kept} more characters cut]"
 
 
 def plan(name, args):
@@ -28,6 +30,9 @@ def plan(name, args):
     if name != "run_shell":
         return partial(REGISTRY[name], **args), None
     command = args["command"]
+    if len(command) > MAX_COMMAND:
+        raise guards.Refused(f"the command is {len(command)} characters long; the most is {MAX_COMMAND}")
+    guards.names_a_secret(command)
     argv = guards.plain(command)
     if argv:  # it runs as this list of words, with no shell to read anything into them, and changes nothing
         return partial(shell.run, argv, guards.WORKSPACE), None

@@ -79,15 +79,16 @@ def usable_url(url):
     return url
 
 
-def known_secrets():
-    """The secrets this harness knows, to be masked wherever they appear: the values in its .env and the API keys
-    in its environment, {value: name}. BACKEND, MODEL and BASE_URL are settings, and a value under 8 characters
-    would mask ordinary words.
+def known_secrets(workspace="."):
+    """The secrets this harness knows, to be masked wherever they appear: the values in its own .env and in the
+    workspace's, and the API keys in its environment, {value: name}. BACKEND, MODEL and BASE_URL are settings,
+    and a value under 8 characters would mask ordinary words.
 
     Example: with GROQ_API_KEY=gsk_abc123xyz in .env -> {"gsk_abc123xyz": "GROQ_API_KEY"}
     """
-    found = {**dotenv_values(ENV_FILE), **{name: os.environ.get(name) for name in KEY_VARIABLES}}
-    return {value: name for name, value in found.items()
+    found = [*dotenv_values(Path(workspace, ".env")).items(), *dotenv_values(ENV_FILE).items(),
+             *((name, os.environ.get(name)) for name in KEY_VARIABLES)]
+    return {value: name for name, value in found
             if value and len(value) >= 8 and name not in ("BACKEND", "MODEL", "BASE_URL")}
 
 

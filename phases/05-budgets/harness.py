@@ -27,6 +27,7 @@ MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank chec
 MAX_TOOL_CALLS = 30  # tool calls per task, refused ones included
 SHOWN_CHARS = 200  # of a call's arguments printed on screen; the model gets them whole
 CHARS_PER_TOKEN = 4  # to estimate tokens when a server does not count them
+TRACE_CHARS = 20_000  # longest text kept in one field of the trace; the rest is counted, not written
 EXIT_CODES = {"answered": 0, "provider_error": 1, "output_error": 1, "step_limit": 3, "tool_call_limit": 3,
               "token_limit": 3, "deadline": 3, "interrupted": 130}
 SYSTEM = ("You are a careful assistant working in the user's workspace directory. "
@@ -77,6 +78,8 @@ class Trace:
 
     def record(self, kind, **fields):
         if self.file:
+            fields = {name: truncate(value, TRACE_CHARS) if isinstance(value, str) else value
+                      for name, value in fields.items()}
             try:
                 self.file.write((json.dumps({"run": self.run, "type": kind, **fields}) + "\n").encode())
             except OSError as error:
@@ -104,12 +107,13 @@ def ask_user(question):
     return answer.strip().lower() in ("y", "yes")
 
 
-def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=None):
+def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=None, history=None):
     """Run one task until it ends, and return a Result whose status says how it ended. approve(question)
     decides the calls that need a person (only True means yes); limits is a Limits; trace a file name for the
-    JSONL trace; started the time.monotonic() the deadline counts from (default: now)."""
+    JSONL trace; started the time.monotonic() the deadline counts from (default: now); history an earlier
+    result.messages to go on from."""
     limits, started = limits or Limits(), started or time.monotonic()
-    result = Result(messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}])
+    result = Result(messages=[*(history or [{"role": "system", "content": SYSTEM}]), {"role": "user", "content": task}])
     settings = Settings(backend, approve, limits, limits.deadline and started + limits.deadline, Trace())
     try:
         settings.trace = Trace(trace)
@@ -201,11 +205,11 @@ def decide(settings, result, call):
         return call, "error: not run: the run is out of tool calls (its tool-call budget)", False
     try:
         action, question = plan(call.function.name, check_call(call.function.name, call.function.arguments))
-        if question and not settings.approve(question):
+        if question and settings.approve(question) is not True:  # only a yes is a yes: not 1, not "yes"
             return call, "error: the user declined this call; do not try it again, find another way or answer", True
         return call, partial(tool_result, action), bool(question)
     except ToolError as error:  # refused, or a broken call: the message says why
-        return call, f"error: {error}", False
+        return call, truncate(f"error: {error}"), False
 
 
 def tool_result(action):
@@ -213,9 +217,9 @@ def tool_result(action):
     try:
         return truncate(mask(str(action())))  # masked before it is cut: a cut could split a secret
     except ToolError as error:
-        return f"error: {error}"
+        return truncate(f"error: {error}")
     except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
-        return f"error: {type(error).__name__}: {error}"
+        return truncate(f"error: {type(error).__name__}: {error}")
 
 
 def answer_every_call(settings, result):
@@ -297,7 +301,7 @@ def main(argv=None):
     guards.WORKSPACE = Path(args.workspace).resolve()
     trace = args.trace and os.path.abspath(args.trace)
     os.chdir(guards.WORKSPACE)  # commands run there, and a relative path means the same to every tool
-    guards.SECRETS = known_secrets()
+    guards.SECRETS = known_secrets(guards.WORKSPACE)
     shell.PROTECTED = [*Path(__file__).resolve().parent.glob("*.py"), ENV_FILE, Path(sys.prefix),
                        *([Path(trace)] if trace else [])]
     shell.SANDBOX = None if args.sandbox == "off" else args.sandbox

@@ -28,7 +28,7 @@ ENV_FILE = Path(__file__).with_name(".env")
 KEY_VARIABLES = ("GROQ_API_KEY", "OPENAI_API_KEY", "API_KEY")
 TIMEOUT = 60  # seconds to wait for the server at each step (connecting, each piece of the reply)
 RETRIES = 2  # tries after the first, for failures that may pass (the openai package's own default)
-MAX_REPLY_CHARS = 1_000_000  # a reply longer than this is cut (a stream stops being read) and counts as unfinished
+MAX_REPLY_CHARS = 1_000_000  # a reply longer than this is cut, and counts as unfinished
 MAX_REPLY_CALLS = 128  # and so is one with more tool calls: no turn needs them, and each costs a check
 # finish_reason as servers send it -> as the openai package knows it: TGI says eos_token or stop_sequence for a
 # finished answer; a reason not here ("error", Mistral's "model_length") means the answer is not finished.
@@ -94,15 +94,16 @@ def usable_url(url):
     return url
 
 
-def known_secrets():
-    """The secrets this harness knows, to be masked wherever they appear: the values in its .env and the API keys
-    in its environment, {value: name}. BACKEND, MODEL and BASE_URL are settings, and a value under 8 characters
-    would mask ordinary words.
+def known_secrets(workspace="."):
+    """The secrets this harness knows, to be masked wherever they appear: the values in its own .env and in the
+    workspace's, and the API keys in its environment, {value: name}. BACKEND, MODEL and BASE_URL are settings,
+    and a value under 8 characters would mask ordinary words.
 
     Example: with GROQ_API_KEY=gsk_abc123xyz in .env -> {"gsk_abc123xyz": "GROQ_API_KEY"}
     """
-    found = {**dotenv_values(ENV_FILE), **{name: os.environ.get(name) for name in KEY_VARIABLES}}
-    return {value: name for name, value in found.items()
+    found = [*dotenv_values(Path(workspace, ".env")).items(), *dotenv_values(ENV_FILE).items(),
+             *((name, os.environ.get(name)) for name in KEY_VARIABLES)]
+    return {value: name for name, value in found
             if value and len(value) >= 8 and name not in ("BACKEND", "MODEL", "BASE_URL")}
 
 
@@ -168,10 +169,9 @@ def chat(messages, tools=None, backend=None, on_note=None, on_text=None):
 
 def send(api, request, on_text=None):
     """One try: the checked response, or an exception that says what went wrong."""
-    try:
+    try:  # the JSON itself (cast_to=object), so that checked() sees what the server really sent
         if on_text:
             return streamed(api, request, on_text)
-        # the JSON itself (cast_to=object), so that checked() sees what the server really sent
         return checked(api.post("/chat/completions", body=request, cast_to=object))
     except (ValueError, RecursionError) as error:  # a body that is no JSON, or JSON nested too deep
         raise BrokenReply(f"the reply is not JSON ({str(error)[:100]})") from None
@@ -186,6 +186,8 @@ def streamed(api, request, on_text):
     stream = api.post("/chat/completions", body=request, cast_to=object, stream=True, stream_cls=openai.Stream[object])
     content, calls, finish, usage = "", [], None, None
     try:
+        if "json" in stream.response.headers.get("content-type", ""):  # an error, sent as JSON and not as a stream
+            raise BrokenReply(f"the server answered with JSON: {stream.response.read()[:300].decode(errors='replace')}")
         for line in stream.response.iter_lines():
             if len(content) > MAX_REPLY_CHARS or len(calls) > MAX_REPLY_CALLS:
                 finish = "length"  # enough: reading on would only fill memory and time
@@ -258,7 +260,7 @@ def checked(data):
             call["id"] = str(call.get("id") or f"call_{n}")
     except (KeyError, TypeError, AttributeError, StopIteration):
         said = data.get("error") if isinstance(data, dict) else None  # an error sent with status 200
-        raise BrokenReply(f"the server answered without a reply: {str(said or data)[:200]}") from None
+        raise BrokenReply(f"the reply is not a chat completion: {str(said or data)[:200]}") from None
     finish = FINISHED.get(choice.get("finish_reason"), "length")
     if finish == "tool_calls" and not message.get("tool_calls"):
         raise BrokenReply("the reply announced tool calls and carries none")
@@ -271,7 +273,8 @@ def checked(data):
         return openai.types.chat.ChatCompletion.model_validate({
             "id": "reply", "object": "chat.completion", "created": 0, "model": "",
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {**usage, "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]} if counted else None})
+            "usage": {**usage, "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]} if counted
+            else None})
     except ValueError as error:  # pydantic's ValidationError: a field of the wrong type
         raise BrokenReply(f"the reply is not a chat completion: {str(error)[:300]}") from None
 
@@ -335,8 +338,8 @@ def explain(error, backend):
           else "The server did not accept the request as it was built: see Troubleshooting in the lesson.")
     said = body.get("message") if isinstance(body, dict) else error.message  # the provider's own words
     wait = error.response.headers.get("retry-after")
-    if status == 429 and wait:  # a wait longer than the openai package waits for
-        fix = f"The provider asked for a wait of {wait} s (retry-after), so this run did not wait: try again then."
+    if status == 429 and wait:  # the provider's own wait: too long for the openai package, or longer than its tries
+        fix = f"The provider asked for a wait of {wait} s (retry-after) before a new try: try again after that."
     if isinstance(body, dict) and body.get("code") == "tool_use_failed":  # Groq: a call it could not parse
         fix = (f"The model wrote: {body.get('failed_generation')!r}. Run again or try another model, and send the "
                "tools on every request.")

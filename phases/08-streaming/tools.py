@@ -27,13 +27,14 @@ class BadCall(ToolError):
 
 
 def truncate(text, limit=MAX_CHARS):
-    """Cut text to limit characters and say how much was cut.
+    """Cut text to limit characters, the note that says how much was cut included.
 
-    Example: truncate("abcdef", 4) -> "abcd\\n[... 2 more characters cut]"
+    Example: truncate("a" * 5000, 100) -> 50 times "a", then "\\n[... 4950 more characters cut]"
     """
     if len(text) <= limit:
         return text
-    return text[:limit] + f"\n[... {len(text) - limit} more characters cut]"
+    kept = limit - 50  # room for the note
+    return text[:kept] + f"\n[... {len(text) - kept} more characters cut]"
 
 
 def check_call(name, arguments, schemas=None):
@@ -96,6 +97,7 @@ def plan(name, args, deadline=None):
     command = args["command"]
     if len(command) > MAX_COMMAND:
         raise guards.Refused(f"the command is {len(command)} characters long; the most is {MAX_COMMAND}")
+    guards.names_a_secret(command)
     argv = guards.plain(command)
     if argv:  # it runs as this list of words, with no shell to read anything into them, and changes nothing
         return partial(shell.run, argv, guards.WORKSPACE, deadline=deadline), None
@@ -128,7 +130,9 @@ def read_file(path: str, offset: int = 1, limit: int = PAGE_LINES) -> str:
         total = number + rest.count(b"\n") + (not rest.endswith(b"\n") and rest != b"")
         counted = "" if file.read(1) == b"" else " or more"
     if offset > max(total, 1):
-        raise ToolError(f"offset {offset} is past the end: {path} has {total}{counted} lines")
+        raise ToolError(f"offset {offset} is past the end: {path} has {total} lines" if not counted else
+                        f"line {offset} is past the first {MAX_SCAN} bytes, which is as far as read_file looks; "
+                        "use grep -n or tail")
     if last < total or counted:
         text += f"\n[lines {offset}-{last} of {total}{counted}; call read_file with offset={last + 1} to read on]"
     return text

@@ -84,18 +84,21 @@ def plain(command):
     program = words and words[0] in READ_ONLY and shutil.which(words[0], path=os.defpath)  # the system's own
     if not program:
         return None
-    allowed, files, rest = READ_ONLY[words[0]].split(), [], iter(words[1:])
+    allowed, files, given, rest = READ_ONLY[words[0]].split(), [], "", iter(words[1:])
     for word in rest:
         if word == "--":
             files += rest  # after --, every word is a file
         elif word[1:].isdigit() and words[0] in ("head", "tail"):
             continue  # head -5
-        elif word.startswith("-") and len(word) > 1 and not options_allowed(word, allowed, rest):
-            return None
-        elif not word.startswith("-"):
+        elif word.startswith("-") and len(word) > 1:
+            letters = options_read(word, allowed, rest)
+            if letters is None:
+                return None
+            given += letters
+        else:
             files.append(word)
-    if words[0] == "grep" and not any(word.startswith("-e") for word in words):
-        files = files[1:]  # the first is the pattern
+    if words[0] == "grep" and "e" not in given:
+        files = files[1:]  # without -e, the first is the pattern
     for name in files if words[0] != "echo" else []:
         try:
             inside_workspace(name)
@@ -104,16 +107,36 @@ def plain(command):
     return [program, *words[1:]]
 
 
-def options_allowed(word, allowed, rest):
-    """True when an option word is made of allowed short options: -la, -n5, or -n with its value next."""
+def options_read(word, allowed, rest):
+    """The option letters of a word, read as the programs read them, when each is listed; else None.
+
+    Example: "-la" -> "la";  "-n5" -> "n" (5 is its value);  "-nvee" -> "nve";  "-n" -> "n", its value the next word
+    """
     for at, letter in enumerate(word[1:], 1):
         if f"-{letter}=" in allowed:  # it takes a value: the rest of the word, or else the next word
             if at == len(word) - 1:
                 next(rest, None)
-            return True
+            return word[1:at + 1]
         if f"-{letter}" not in allowed:  # --long options too: none is listed
-            return False
-    return True
+            return None
+    return word[1:]
+
+
+def names_a_secret(command):
+    """Refused when a word of the command, split as a shell splits it, names a secret file: the command could
+    show it, and its value is not one the harness knows to mask. Whoever approves, it does not run.
+
+    Example: names_a_secret('cat .e""nv') -> Refused;  names_a_secret("cat notes.txt") -> None
+    """
+    words = shlex.shlex(command, posix=True, punctuation_chars="();<>|&`=:,{}")  # cat .env>x is cat, .env, >, x
+    words.whitespace_split = True
+    try:
+        for word in words:
+            if is_secret(word) or is_secret((WORKSPACE / word).resolve()):
+                raise Refused(f"the command names {shown(word, one_line=True)}, a secret file, and the model may "
+                              "not read credentials")
+    except (ValueError, OSError, RuntimeError):  # an unclosed quote, a path that cannot be followed: no name
+        return
 
 
 def search_path():

@@ -31,8 +31,8 @@ MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank chec
 MAX_TOOL_CALLS = 30  # tool calls per task, refused ones included
 SHOWN_CHARS = 200  # of a call's arguments printed on screen; the model gets them whole
 CHARS_PER_TOKEN = 4  # to estimate tokens when a server does not count them
-GRACE = 1  # seconds past the deadline that a command stopped by it (or the run's report) has to finish
 TRACE_CHARS = 20_000  # longest text kept in one field of the trace; the rest is counted, not written
+GRACE = 1  # seconds past the deadline that a command stopped by it (or the run's report) has to finish
 SAME_CALL_LIMIT = 3  # the same call in this many turns in a row: the model is told; once more and the run stops
 EXIT_CODES = {"answered": 0, "provider_error": 1, "output_error": 1, "step_limit": 3, "tool_call_limit": 3,
               "token_limit": 3, "deadline": 3, "repeated": 3, "incomplete": 4, "content_filter": 4, "refused": 4,
@@ -120,14 +120,15 @@ def ask_user(question):
     return answer.strip().lower() in ("y", "yes")
 
 
-def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=None, on_text=None):
+def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=None, history=None, on_text=None):
     """Run one task until it ends, and return a Result whose status says how it ended. approve(question)
     decides the calls that need a person (only True means yes); limits is a Limits; trace a file name for the
-    JSONL trace; started the time.monotonic() the deadline counts from (default: now); on_text, given, has the
-    reply streamed to it as it arrives."""
+    JSONL trace; started the time.monotonic() the deadline counts from (default: now); history an earlier
+    result.messages to go on from; on_text, given, has the reply streamed to it as it arrives."""
     limits, started = limits or Limits(), started or time.monotonic()
-    result = Result(messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}])
+    result = Result(messages=[*(history or [{"role": "system", "content": SYSTEM}]), {"role": "user", "content": task}])
     settings = Settings(backend, approve, limits, limits.deadline and started + limits.deadline, Trace(), on_text)
+    settings.used_ids.update(m["tool_call_id"] for m in result.messages if m.get("tool_call_id"))  # history's
     try:
         settings.trace = Trace(trace)
         settings.backend = backend or choose()
@@ -278,11 +279,11 @@ def decide(settings, result, call):
     try:
         action, question = plan(call.function.name, check_call(call.function.name, call.function.arguments),
                                 deadline=settings.deadline)
-        if question and not within(settings.deadline, "your answer", partial(settings.approve, question)):
+        if question and within(settings.deadline, "your answer", partial(settings.approve, question)) is not True:
             return call, "error: the user declined this call; do not try it again, find another way or answer", True
         return call, partial(tool_result, action), bool(question)
     except ToolError as error:  # refused, or a broken call: the message says why
-        return call, f"error: {error}", False
+        return call, truncate(f"error: {error}"), False
 
 
 def tool_result(action):
@@ -290,9 +291,9 @@ def tool_result(action):
     try:
         return truncate(mask(str(action())))  # masked before it is cut: a cut could split a secret
     except ToolError as error:
-        return f"error: {error}"
+        return truncate(f"error: {error}")
     except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
-        return f"error: {type(error).__name__}: {error}"
+        return truncate(f"error: {type(error).__name__}: {error}")
 
 
 def at_once(functions, deadline):
@@ -311,6 +312,8 @@ def at_once(functions, deadline):
 
     if deadline is None and len(functions) == 1:  # nothing to wait for side by side: a thread would only cost
         fill(boxes[0], functions[0])
+        if isinstance(boxes[0].get("error"), KeyboardInterrupt):  # Ctrl-C, here in the main thread, ends the run
+            raise boxes[0]["error"]
         return boxes
     threads = [threading.Thread(target=fill, args=pair, daemon=True) for pair in zip(boxes, functions)]
     for thread in threads:
@@ -378,11 +381,13 @@ def say(text, deadline=None, end="\n"):
     """Print to standard output, waited for until the deadline: a reader who does not read cannot hold the run.
     Output that cannot be written (its reader gone, as in `| head -c 1`; a full disk) ends it as output_error."""
     try:
+        if sys.stdout is None:  # the run began with standard output closed: print() would write nothing, silently
+            raise OSError("no standard output")
         within(deadline, "the terminal", partial(print, text, end=end, flush=True))
     except Stop:
         BLOCKED.append(text)
         raise
-    except (OSError, AttributeError):  # AttributeError: the run began with standard output closed
+    except OSError:
         if sys.stdout:  # from now on it writes nowhere, Python's own last flush too
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise Stop("output_error", "standard output could not be written: its reader went away, or the disk is full")
@@ -435,7 +440,7 @@ def main(argv=None):
     guards.WORKSPACE = Path(args.workspace).resolve()
     trace = args.trace and os.path.abspath(args.trace)
     os.chdir(guards.WORKSPACE)  # commands run there, and a relative path means the same to every tool
-    guards.SECRETS = known_secrets()
+    guards.SECRETS = known_secrets(guards.WORKSPACE)
     shell.PROTECTED = [*Path(__file__).resolve().parent.glob("*.py"), ENV_FILE, Path(sys.prefix),
                        *([Path(trace)] if trace else [])]
     shell.SANDBOX = None if args.sandbox == "off" else args.sandbox
@@ -468,8 +473,9 @@ def main(argv=None):
     code = SIGNAL_EXIT[signal.Signals(received[0]).name] if received else EXIT_CODES[result.status]
     try:
         report(result, args.stream, STARTED + args.deadline + GRACE if args.deadline else None)
-    except Stop:  # what could not be written is lost; the status stands
-        pass
+    except Stop as stop:  # what could not be written is lost; the status stands, but an unseen answer is no success
+        tell(f"error: {stop.error}")
+        code = code or EXIT_CODES[stop.status]
     if BLOCKED:  # Python's own last flush would wait for that thread for ever: leave without it
         os._exit(code)
     sys.exit(code)
