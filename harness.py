@@ -3,6 +3,8 @@
 Run:  python harness.py "List the files here, then read backend.py and tell me which model it calls."
       python harness.py --stream --deadline 60 --trace run.jsonl "Run `make test` and tell me what failed"
       python harness.py --output-schema answer.json "How many files are here? Answer as JSON."
+      python harness.py --mcp "python ticket_server.py" "Propose the billing label for DEMO-42"
+      python harness.py --context-tokens 8000 --max-steps 60 "Read every file in play and tell me what they say"
 The model proposes; plan() in tools.py decides what runs at once, what asks you first, and what never runs.
 Every run ends with a status and an exit code: answered, the budget that ran out first, or what went wrong.
 """
@@ -14,9 +16,11 @@ import argparse
 import json
 import logging
 import os
+import re
 import shlex
 import signal
 import sys
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from functools import partial
@@ -26,6 +30,7 @@ import guards
 import shell
 from backend import BACKENDS, ENV_FILE, BackendError, chat, choose, known_secrets
 from guards import ToolError, mask, shown
+from mcp_client import McpError, Server
 from tools import JSON_TYPES, TOOLS, BadCall, check_call, plan, truncate
 
 MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
@@ -40,6 +45,11 @@ FINAL_TOOL = "final_answer"  # the tool a model gives an answer with a shape to
 # $ref, an anyOf, a list of types) is refused: the answer would not be checked against it
 SCHEMA_WORDS = {"type": str, "properties": dict, "required": list, "items": dict, "enum": list, "description": str,
                 "title": str, "default": object, "examples": list, "additionalProperties": bool}
+CONTEXT_TOKENS = 12_000  # the conversation's size, estimated, past which its older part is cleared, then summed up
+KEEP_TURNS = 3  # the latest turns, always kept as they are
+CLEARED = 300  # characters: a longer old tool result becomes a placeholder
+SUMMARY = ("Sum up the work so far for yourself, to carry on from it: the task, every fact you found that the task "
+           "needs (names, numbers, exact values), and what is left to do. Answer in words; call no tool.")
 SAME_CALL_LIMIT = 3  # the same call in this many turns in a row: the model is told; once more and the run stops
 EXIT_CODES = {"answered": 0, "provider_error": 1, "output_error": 1, "step_limit": 3, "tool_call_limit": 3,
               "token_limit": 3, "deadline": 3, "repeated": 3, "incomplete": 4, "content_filter": 4, "refused": 4,
@@ -58,6 +68,7 @@ class Limits:
     max_tool_calls: int = MAX_TOOL_CALLS
     max_tokens: int | None = None  # tokens as the server counts them (estimated when it sends no count)
     deadline: float | None = None  # seconds of wall-clock time, from the run's start
+    context_tokens: int | None = CONTEXT_TOKENS  # the conversation's size, estimated, that compaction keeps under
 
 
 @dataclass
@@ -68,7 +79,8 @@ class Result:
     error: str = ""  # what went wrong, in words, when the status is not answered
     steps: int = 0
     tool_calls: int = 0
-    usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
+    usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0,
+                                                 "cached_tokens": 0})  # prompt tokens the provider had cached
     seconds: float = 0.0
     messages: list = field(default_factory=list)
     output: object = None  # the answer as JSON, checked against the output schema, when run() was given one
@@ -117,6 +129,9 @@ class Settings:
     options: dict = field(default_factory=dict)  # tool_choice, parallel_tool_calls, temperature, ...
     output: dict = None  # a JSON schema the answer must fit
     bad_answers: int = 0  # answers that did not fit it
+    task_at: int = 1  # where this run's task is in the conversation: compaction keeps it and what comes before
+    servers: list = field(default_factory=list)  # the MCP servers started for this run
+    mcp: dict = field(default_factory=dict)  # NAME__TOOL -> (server, its own name for the tool, schema, trusted)
     used_ids: set = field(default_factory=set)  # every tool call id so far: a repeated one is replaced
     recent: list = field(default_factory=list)  # each turn's calls, by meaning, to see a model going round
 
@@ -132,27 +147,30 @@ def ask_user(question):
 
 
 def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=None, history=None, on_text=None,
-        options=None, output=None):
+        options=None, output=None, mcp=(), trusted=()):
     """Run one task until it ends, and return a Result whose status says how it ended. approve(question)
     decides the calls that need a person (only True means yes); limits is a Limits; trace a file name for the
     JSONL trace; started the time.monotonic() the deadline counts from (default: now); history an earlier
     result.messages to go on from; on_text, given, has the reply streamed to it as it arrives; options go into
     every request (tool_choice into the first only); output is a JSON schema the answer must fit, given by a
-    call of FINAL_TOOL."""
+    call of FINAL_TOOL; mcp holds commands that start MCP servers, whose tools the model gets too, and trusted the
+    names of the servers whose calls need no person's yes."""
     limits, started = limits or Limits(), started or time.monotonic()
     result = Result(messages=[*(history or [{"role": "system", "content": SYSTEM}]), {"role": "user", "content": task}])
     settings = Settings(backend, approve, limits, limits.deadline and started + limits.deadline, Trace(), on_text,
                         options or {}, output)
     settings.used_ids.update(m["tool_call_id"] for m in result.messages if m.get("tool_call_id"))  # history's
+    settings.task_at = len(result.messages) - 1
     try:
         settings.trace = Trace(trace)
         settings.backend = backend or choose()
         settings.trace.record("start", task=task, backend=settings.backend["name"], model=settings.backend["model"])
+        start_servers(settings, mcp, trusted)
         loop(settings, result)
         result.status = "answered"
     except Stop as stop:
         result.status, result.error = stop.status, stop.error
-    except BackendError as error:
+    except (BackendError, McpError) as error:
         result.status, result.error = "provider_error", str(error)
     except KeyboardInterrupt:
         result.status = "interrupted"
@@ -160,6 +178,7 @@ def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=N
     result.seconds = round(time.monotonic() - started, 3)
     answer_every_call(settings, result)
     try:
+        stop_servers(settings)
         settings.trace.record("end", status=result.status, answer=result.answer, error=result.error,
                               steps=result.steps, tool_calls=result.tool_calls, usage=result.usage,
                               seconds=result.seconds)
@@ -172,6 +191,7 @@ def loop(settings, result):
     """The phase 1 loop, its steps named: check the budgets, ask the model, keep its reply, run its calls."""
     while True:
         check_budgets(settings, result)
+        compact(settings, result)
         message = ask(settings, result)
         result.messages.append(assistant_message(message))
         if not message.tool_calls and (message.content or "").strip() and settings.output is None:
@@ -212,29 +232,19 @@ def ask(settings, result):
     with that status, and nothing in it runs."""
     result.steps += 1
     asked = time.monotonic()
-    tools, options = TOOLS, dict(settings.options)
+    options = dict(settings.options)
     if result.steps > 1 or settings.bad_answers:  # a forced tool choice, held on, would never let it answer
         options.pop("tool_choice", None)
-    if settings.output is not None:
-        tools = [*TOOLS, {"type": "function", "function": {"name": FINAL_TOOL, "parameters": settings.output,
-                                                           "description": "Give your final answer, in this shape."}}]
-        if settings.bad_answers:
-            options["tool_choice"] = {"type": "function", "function": {"name": FINAL_TOOL}}
-    response = within(settings.deadline, "the model", partial(chat, result.messages, tools, settings.backend, note,
-                                                               settings.on_text, options))
+    if settings.output is not None and settings.bad_answers:
+        options["tool_choice"] = {"type": "function", "function": {"name": FINAL_TOOL}}
+    response = within(settings.deadline, "the model", partial(chat, result.messages, tools_for(settings),
+                                                               settings.backend, note, settings.on_text, options))
     message, finish = response.choices[0].message, response.choices[0].finish_reason
     for call in message.tool_calls or []:  # a server may send an empty id, or one used before: the next
         if not call.id or call.id in settings.used_ids:  # request would then break the API's pairing rules
             call.id = f"call_{os.urandom(8).hex()}"
         settings.used_ids.add(call.id)
-    if response.usage and response.usage.total_tokens:  # the server's own count, when it sends one
-        usage = {"prompt_tokens": response.usage.prompt_tokens, "completion_tokens": response.usage.completion_tokens}
-    else:  # an estimate: reading the whole conversation again costs a little more each step, so only then
-        usage = {"prompt_tokens": len(json.dumps(result.messages)) // CHARS_PER_TOKEN,
-                 "completion_tokens": len(json.dumps(assistant_message(message))) // CHARS_PER_TOKEN}
-    usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-    for name in result.usage:
-        result.usage[name] += usage[name]
+    usage = count(result, response, result.messages)
     settings.trace.record("reply", step=result.steps, finish_reason=finish, content=message.content,
                           refusal=message.refusal, calls=[call.id for call in message.tool_calls or []],
                           usage=usage, seconds=round(time.monotonic() - asked, 3))
@@ -245,6 +255,64 @@ def ask(settings, result):
         raise Stop(ending, f"the model refused: {message.refusal}" if message.refusal else
                    f"the reply ended with finish_reason {finish!r}, so nothing in it was run")
     return message
+
+
+def tools_for(settings):
+    """The tools of every request: ours, the MCP servers', and FINAL_TOOL when the answer must have a shape."""
+    tools = [*TOOLS, *(spec for _, _, spec, _ in settings.mcp.values())]
+    if settings.output is None:
+        return tools
+    return [*tools, {"type": "function", "function": {"name": FINAL_TOOL, "parameters": settings.output,
+                                                      "description": "Give your final answer, in this shape."}}]
+
+
+def count(result, response, messages):
+    """Add a reply's tokens to the run's, and return them: the server's own count when it sends one (with the
+    part of the prompt it had cached, as OpenAI reports it), else an estimate, so that a budget still holds."""
+    if response.usage and response.usage.total_tokens:  # the server's own count, when it sends one
+        details = response.usage.prompt_tokens_details
+        usage = {"prompt_tokens": response.usage.prompt_tokens, "completion_tokens": response.usage.completion_tokens,
+                 "cached_tokens": (details and details.cached_tokens) or 0}
+    else:  # an estimate: reading the whole conversation again costs a little more each step, so only then
+        usage = {"prompt_tokens": size(messages), "cached_tokens": 0,
+                 "completion_tokens": len(json.dumps(assistant_message(response.choices[0].message))) // CHARS_PER_TOKEN}
+    usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+    for name in result.usage:
+        result.usage[name] += usage[name]
+    return usage
+
+
+def size(messages):
+    """The tokens a list of messages takes, estimated: CHARS_PER_TOKEN characters of their JSON a token."""
+    return sum(len(json.dumps(message)) for message in messages) // CHARS_PER_TOKEN
+
+
+def compact(settings, result):
+    """Keep the conversation under settings.limits.context_tokens, in big steps and rarely, so that the prefix a
+    provider cached survives between them. Past the budget, every older tool result longer than CLEARED becomes a
+    placeholder that says how to get it again; if that leaves more than half the budget, the model sums up the
+    older part, and its summary takes that part's place. The system message, the task and the last KEEP_TURNS
+    turns stay as they are, and every tool call keeps its answer."""
+    messages, budget = result.messages, settings.limits.context_tokens
+    turns = [n for n, m in enumerate(messages) if m["role"] == "assistant" and n > settings.task_at]
+    if not budget or size(messages) <= budget or len(turns) <= KEEP_TURNS:
+        return
+    older, before = range(settings.task_at + 1, turns[-KEEP_TURNS]), size(messages)
+    calls = {call["id"]: call["function"] for m in messages for call in m.get("tool_calls") or []}
+    for n in older:
+        if messages[n]["role"] == "tool" and len(messages[n]["content"]) > CLEARED:
+            call, text = calls.get(messages[n]["tool_call_id"], {}), messages[n]["content"]
+            messages[n] = {**messages[n], "content": f"[cleared to save room: {call.get('name')} "
+                           f"{call.get('arguments')} returned {len(text)} characters, the first line of which was "
+                           f"{text.splitlines()[0][:100] if text.strip() else ''!r}; call it again to see it all]"}
+    if size(messages) > budget // 2:
+        response = within(settings.deadline, "the model", partial(
+            chat, [*messages[:older.stop], {"role": "user", "content": SUMMARY}], tools_for(settings), settings.backend,
+            note, None, {"tool_choice": "none"}))
+        count(result, response, messages[:older.stop])
+        summary = response.choices[0].message.content or "(the model gave no summary)"
+        messages[older.start:older.stop] = [{"role": "user", "content": f"[The earlier work, summed up]\n{summary}"}]
+    settings.trace.record("compact", step=result.steps, tokens_before=before, tokens_after=size(messages))
 
 
 def run_tools(settings, result, calls):
@@ -312,12 +380,56 @@ def decide(settings, result, call):
         return call, "error: not run: the run is out of tool calls (its tool-call budget)", False
     try:
         action, question = plan(call.function.name, check_call(call.function.name, call.function.arguments),
-                                deadline=settings.deadline)
+                                deadline=settings.deadline) if call.function.name not in settings.mcp else \
+            mcp_plan(settings, call.function.name, call.function.arguments)
         if question and within(settings.deadline, "your answer", partial(settings.approve, question)) is not True:
             return call, "error: the user declined this call; do not try it again, find another way or answer", True
         return call, partial(tool_result, action), bool(question)
     except ToolError as error:  # refused, or a broken call: the message says why
         return call, truncate(f"error: {error}"), False
+
+
+def start_servers(settings, commands, trusted):
+    """Start each MCP server with the clean environment commands get, and offer the model its tools, each named
+    SERVER__TOOL so that no server's tool takes the name of ours or of another server's."""
+    for command in commands:
+        words = [word for word in command.split() if not word.startswith("-")] or ["server"]
+        name = re.sub(r"[^A-Za-z0-9_-]", "_", Path(words[-1]).stem)[:20]  # after its last word
+        name += str(len(settings.servers)) if any(s.name == name for s, _ in settings.servers) else ""
+        log = tempfile.TemporaryFile()  # what it writes on stderr, for the trace
+        path = os.pathsep.join([os.path.dirname(sys.executable), guards.search_path()])  # `python` is this one
+        server = Server(name, command, shell.environment(path), log)
+        settings.servers.append((server, log))
+        server.start(settings.deadline)
+        for tool in server.tools(settings.deadline):
+            full = re.sub(r"[^A-Za-z0-9_-]", "_", f"{name}__{tool['name']}")[:64]  # what the APIs take as a name
+            spec = {"type": "function", "function": {"name": full, "parameters": tool["inputSchema"],
+                                                     "description": f"From the MCP server {name}: {tool['description']}"}}
+            settings.mcp[full] = (server, tool["name"], spec, name in trusted)
+
+
+def mcp_plan(settings, name, arguments):
+    """What a call of a server's tool will do, and the question a person must answer first, unless the server is
+    trusted: its code and its words are someone else's."""
+    server, tool, spec, trusted = settings.mcp[name]
+    args = check_call(name, arguments, {name: spec["function"]["parameters"]})
+    question = None if trusted else f"Call {tool} on the MCP server {server.name}: {shown(json.dumps(args))}"
+    return partial(mcp_call, server, tool, args, settings.deadline), question
+
+
+def mcp_call(server, tool, args, deadline):
+    """A server's tool result as a tool result: its text, or an error the model can act on (a failed server raises
+    McpError, which becomes one too)."""
+    text, is_error = server.call(tool, args, deadline)
+    return f"error: {text}" if is_error else text
+
+
+def stop_servers(settings):
+    """End every MCP server of the run, whatever ended it; then keep what each wrote on stderr in the trace."""
+    for server, log in settings.servers:  # a trace that fails here leaves the rest to be closed at exit
+        server.close()
+        log.seek(0)
+        settings.trace.record("mcp", server=server.name, stderr=log.read(TRACE_CHARS).decode(errors="replace"))
 
 
 def final_answer(settings, result, arguments):
@@ -335,7 +447,7 @@ def tool_result(action):
     """Run a decided action; whatever it returns or raises becomes a result the model can read."""
     try:
         return truncate(mask(str(action())))  # masked before it is cut: a cut could split a secret
-    except ToolError as error:
+    except (ToolError, McpError) as error:
         return truncate(f"error: {error}")
     except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
         return truncate(f"error: {type(error).__name__}: {error}")
@@ -471,6 +583,12 @@ def arguments(argv=None):
     parser.add_argument("--tool-choice", choices=("auto", "none", "required"), help="for the first request")
     parser.add_argument("--no-parallel-tool-calls", action="store_true", help="ask for one tool call a turn")
     parser.add_argument("--output-schema", metavar="FILE", help="a JSON schema the answer must fit; printed as JSON")
+    parser.add_argument("--mcp", action="append", default=[], metavar="COMMAND",
+                        help='start an MCP server and offer its tools, e.g. "python ticket_server.py" (repeatable)')
+    parser.add_argument("--mcp-trust", action="append", default=[], metavar="NAME",
+                        help="a server whose tool calls need no yes (its name is its program's, e.g. ticket_server)")
+    parser.add_argument("--context-tokens", type=int, default=CONTEXT_TOKENS,
+                        help=f"the conversation's size past which it is compacted; 0: never (default {CONTEXT_TOKENS})")
     args = parser.parse_args(argv)
     try:
         args.output = json.loads(Path(args.output_schema).read_text()) if args.output_schema else None
@@ -542,9 +660,10 @@ def main(argv=None):
     if args.no_parallel_tool_calls:
         options["parallel_tool_calls"] = False
     result = run(args.task, backend, approve=(lambda question: True) if yes else ask_user, trace=trace,
-                 limits=Limits(args.max_steps, args.max_tool_calls, args.max_tokens, args.deadline), started=STARTED,
+                 limits=Limits(args.max_steps, args.max_tool_calls, args.max_tokens, args.deadline,
+                               args.context_tokens or None), started=STARTED,
                  on_text=partial(stream_text, STARTED + args.deadline if args.deadline else None) if args.stream
-                 else None, options=options, output=args.output)
+                 else None, options=options, output=args.output, mcp=args.mcp, trusted=args.mcp_trust)
     on_signals(signal.SIG_IGN)  # the run is over: a late signal changes nothing
     code = SIGNAL_EXIT[signal.Signals(received[0]).name] if received else EXIT_CODES[result.status]
     try:

@@ -1,0 +1,649 @@
+"""The agent loop: send the task, run the tools the model asks for, send back the results, repeat.
+
+Run:  python harness.py "List the files here, then read backend.py and tell me which model it calls."
+      python harness.py --stream --deadline 60 --trace run.jsonl "Run `make test` and tell me what failed"
+      python harness.py --output-schema answer.json "How many files are here? Answer as JSON."
+      python harness.py --mcp "python ticket_server.py" "Propose the billing label for DEMO-42"
+The model proposes; plan() in tools.py decides what runs at once, what asks you first, and what never runs.
+Every run ends with a status and an exit code: answered, the budget that ran out first, or what went wrong.
+"""
+import time
+
+STARTED = time.monotonic()  # --deadline counts from here: the imports below take most of a second
+
+import argparse
+import json
+import logging
+import os
+import re
+import shlex
+import signal
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+import guards
+import shell
+from backend import BACKENDS, ENV_FILE, BackendError, chat, choose, known_secrets
+from guards import ToolError, mask, shown
+from mcp_client import McpError, Server
+from tools import JSON_TYPES, TOOLS, BadCall, check_call, plan, truncate
+
+MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
+MAX_TOOL_CALLS = 30  # tool calls per task, refused ones included
+SHOWN_CHARS = 200  # of a call's arguments printed on screen; the model gets them whole
+CHARS_PER_TOKEN = 4  # to estimate tokens when a server does not count them
+TRACE_CHARS = 20_000  # longest text kept in one field of the trace; the rest is counted, not written
+GRACE = 1  # seconds past the deadline that a command stopped by it (or the run's report) has to finish
+OUTPUT_TRIES = 3  # answers that do not fit the output schema before the run ends as invalid_output
+FINAL_TOOL = "final_answer"  # the tool a model gives an answer with a shape to
+# What problem() checks in an output schema, or what changes nothing, and the shape each takes; anything else (a
+# $ref, an anyOf, a list of types) is refused: the answer would not be checked against it
+SCHEMA_WORDS = {"type": str, "properties": dict, "required": list, "items": dict, "enum": list, "description": str,
+                "title": str, "default": object, "examples": list, "additionalProperties": bool}
+SAME_CALL_LIMIT = 3  # the same call in this many turns in a row: the model is told; once more and the run stops
+EXIT_CODES = {"answered": 0, "provider_error": 1, "output_error": 1, "step_limit": 3, "tool_call_limit": 3,
+              "token_limit": 3, "deadline": 3, "repeated": 3, "incomplete": 4, "content_filter": 4, "refused": 4,
+              "invalid_output": 4, "interrupted": 130}
+SYSTEM = ("You are a careful assistant working in the user's workspace directory. "
+          "Use the tools to look at the files before you answer, then answer briefly.")
+EMPTY_ANSWER = "Your reply was empty. Answer the task in words, or call a tool."
+SIGNAL_EXIT = {"SIGINT": 130, "SIGTERM": 143, "SIGHUP": 129}  # SIGTERM and SIGHUP end a run as Ctrl-C does
+BLOCKED = []  # writes to standard output given up on: a thread still waits in one, holding its lock
+
+
+@dataclass
+class Limits:
+    """The budgets of one run; None means no limit."""
+    max_steps: int = MAX_STEPS
+    max_tool_calls: int = MAX_TOOL_CALLS
+    max_tokens: int | None = None  # tokens as the server counts them (estimated when it sends no count)
+    deadline: float | None = None  # seconds of wall-clock time, from the run's start
+
+
+@dataclass
+class Result:
+    """How a run ended and what it used; messages is the whole conversation, ready to read or to continue."""
+    status: str = "running"  # then one of EXIT_CODES
+    answer: str = ""
+    error: str = ""  # what went wrong, in words, when the status is not answered
+    steps: int = 0
+    tool_calls: int = 0
+    usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
+    seconds: float = 0.0
+    messages: list = field(default_factory=list)
+    output: object = None  # the answer as JSON, checked against the output schema, when run() was given one
+
+
+class Stop(Exception):
+    """Ends the run with a status, e.g. Stop("step_limit") or Stop("output_error", "the trace file is full")."""
+
+    def __init__(self, status, error=""):
+        super().__init__(error or status)
+        self.status, self.error = status, error
+
+
+class Trace:
+    """The JSONL trace: one JSON object a line, written whole and at once, so a crash loses nothing done."""
+
+    def __init__(self, path=None):
+        self.run, self.file = os.urandom(4).hex(), None  # the run's id tells runs sharing a file apart
+        if path and os.path.exists(path) and not os.path.isfile(path):  # a pipe nobody reads would block
+            raise Stop("output_error", f"the trace {path} is not a regular file")
+        try:
+            self.file = open(path, "ab", buffering=0) if path else None
+        except OSError as error:
+            raise Stop("output_error", f"the trace {path} cannot be opened: {error.strerror}") from None
+
+    def record(self, kind, **fields):
+        if self.file:
+            fields = {name: truncate(value, TRACE_CHARS) if isinstance(value, str) else value
+                      for name, value in fields.items()}
+            try:
+                self.file.write((json.dumps({"run": self.run, "type": kind, **fields}) + "\n").encode())
+            except OSError as error:
+                self.file = None  # once is enough
+                raise Stop("output_error", f"the trace could not be written: {error.strerror}") from None
+
+
+@dataclass
+class Settings:
+    """What a run is set up with: who answers, who approves, the budgets, the clock, the trace."""
+    backend: dict
+    approve: object
+    limits: Limits
+    deadline: float | None  # a time.monotonic(): the moment the run's time is up
+    trace: Trace
+    on_text: object = None  # streamed text, as it arrives
+    options: dict = field(default_factory=dict)  # tool_choice, parallel_tool_calls, temperature, ...
+    output: dict = None  # a JSON schema the answer must fit
+    bad_answers: int = 0  # answers that did not fit it
+    servers: list = field(default_factory=list)  # the MCP servers started for this run
+    mcp: dict = field(default_factory=dict)  # NAME__TOOL -> (server, its own name for the tool, schema, trusted)
+    used_ids: set = field(default_factory=set)  # every tool call id so far: a repeated one is replaced
+    recent: list = field(default_factory=list)  # each turn's calls, by meaning, to see a model going round
+
+
+def ask_user(question):
+    """The default approval: ask on the terminal; only y or yes is a yes, and the end of input is a no. The
+    question comes made safe to show (by guards.shown), so it is printed as it is."""
+    tell(f"{question}? [y/N] ", end="")
+    answer = sys.stdin.readline() if sys.stdin else ""
+    if not (sys.stdin and sys.stdin.isatty()):  # show what was piped in, as a terminal would have
+        tell(shown(answer.strip(), one_line=True) or "(end of input: no)")
+    return answer.strip().lower() in ("y", "yes")
+
+
+def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=None, history=None, on_text=None,
+        options=None, output=None, mcp=(), trusted=()):
+    """Run one task until it ends, and return a Result whose status says how it ended. approve(question)
+    decides the calls that need a person (only True means yes); limits is a Limits; trace a file name for the
+    JSONL trace; started the time.monotonic() the deadline counts from (default: now); history an earlier
+    result.messages to go on from; on_text, given, has the reply streamed to it as it arrives; options go into
+    every request (tool_choice into the first only); output is a JSON schema the answer must fit, given by a
+    call of FINAL_TOOL; mcp holds commands that start MCP servers, whose tools the model gets too, and trusted the
+    names of the servers whose calls need no person's yes."""
+    limits, started = limits or Limits(), started or time.monotonic()
+    result = Result(messages=[*(history or [{"role": "system", "content": SYSTEM}]), {"role": "user", "content": task}])
+    settings = Settings(backend, approve, limits, limits.deadline and started + limits.deadline, Trace(), on_text,
+                        options or {}, output)
+    settings.used_ids.update(m["tool_call_id"] for m in result.messages if m.get("tool_call_id"))  # history's
+    try:
+        settings.trace = Trace(trace)
+        settings.backend = backend or choose()
+        settings.trace.record("start", task=task, backend=settings.backend["name"], model=settings.backend["model"])
+        start_servers(settings, mcp, trusted)
+        loop(settings, result)
+        result.status = "answered"
+    except Stop as stop:
+        result.status, result.error = stop.status, stop.error
+    except (BackendError, McpError) as error:
+        result.status, result.error = "provider_error", str(error)
+    except KeyboardInterrupt:
+        result.status = "interrupted"
+    shell.stop_all()  # nothing a command started outlives the run
+    result.seconds = round(time.monotonic() - started, 3)
+    answer_every_call(settings, result)
+    try:
+        stop_servers(settings)
+        settings.trace.record("end", status=result.status, answer=result.answer, error=result.error,
+                              steps=result.steps, tool_calls=result.tool_calls, usage=result.usage,
+                              seconds=result.seconds)
+    except Stop as stop:  # the trace itself failed: say so, and keep the run's own status
+        result.error = result.error or stop.error
+    return result
+
+
+def loop(settings, result):
+    """The phase 1 loop, its steps named: check the budgets, ask the model, keep its reply, run its calls."""
+    while True:
+        check_budgets(settings, result)
+        message = ask(settings, result)
+        result.messages.append(assistant_message(message))
+        if not message.tool_calls and (message.content or "").strip() and settings.output is None:
+            result.answer = message.content
+            return
+        if not message.tool_calls and settings.output is not None:  # words, where a shape was asked for
+            settings.bad_answers += 1
+            result.messages.append({"role": "user", "content": f"Give your final answer by calling {FINAL_TOOL}."})
+            continue
+        if not message.tool_calls:  # an empty answer gets one nudge; a second one ends the run
+            if EMPTY_ANSWER in (m["content"] for m in result.messages if m["role"] == "user"):
+                raise Stop("incomplete", "the model gave an empty answer twice")
+            result.messages.append({"role": "user", "content": EMPTY_ANSWER})
+            continue
+        run_tools(settings, result, message.tool_calls)
+        if result.output is not None:  # FINAL_TOOL took an answer that fits
+            return
+
+
+def check_budgets(settings, result):
+    """Every budget, decided in one place before each request: raises Stop naming the one that ran out."""
+    limits = settings.limits
+    if settings.deadline and time.monotonic() >= settings.deadline:
+        raise Stop("deadline")
+    if result.tool_calls > limits.max_tool_calls:
+        raise Stop("tool_call_limit")
+    if limits.max_tokens and result.usage["total_tokens"] >= limits.max_tokens:
+        raise Stop("token_limit")
+    if settings.bad_answers >= OUTPUT_TRIES:
+        raise Stop("invalid_output", f"the answer did not fit the schema {OUTPUT_TRIES} times")
+    if result.steps >= limits.max_steps:
+        raise Stop("step_limit")
+
+
+def ask(settings, result):
+    """One model reply, waited for until the deadline; its tokens counted (estimated when the server sends
+    none), its call ids made unique, its record traced. A reply cut short, filtered or refused ends the run
+    with that status, and nothing in it runs."""
+    result.steps += 1
+    asked = time.monotonic()
+    tools = [*TOOLS, *(spec for _, _, spec, _ in settings.mcp.values())]
+    options = dict(settings.options)
+    if result.steps > 1 or settings.bad_answers:  # a forced tool choice, held on, would never let it answer
+        options.pop("tool_choice", None)
+    if settings.output is not None:
+        tools = [*tools, {"type": "function", "function": {"name": FINAL_TOOL, "parameters": settings.output,
+                                                           "description": "Give your final answer, in this shape."}}]
+        if settings.bad_answers:
+            options["tool_choice"] = {"type": "function", "function": {"name": FINAL_TOOL}}
+    response = within(settings.deadline, "the model", partial(chat, result.messages, tools, settings.backend, note,
+                                                               settings.on_text, options))
+    message, finish = response.choices[0].message, response.choices[0].finish_reason
+    for call in message.tool_calls or []:  # a server may send an empty id, or one used before: the next
+        if not call.id or call.id in settings.used_ids:  # request would then break the API's pairing rules
+            call.id = f"call_{os.urandom(8).hex()}"
+        settings.used_ids.add(call.id)
+    if response.usage and response.usage.total_tokens:  # the server's own count, when it sends one
+        usage = {"prompt_tokens": response.usage.prompt_tokens, "completion_tokens": response.usage.completion_tokens}
+    else:  # an estimate: reading the whole conversation again costs a little more each step, so only then
+        usage = {"prompt_tokens": len(json.dumps(result.messages)) // CHARS_PER_TOKEN,
+                 "completion_tokens": len(json.dumps(assistant_message(message))) // CHARS_PER_TOKEN}
+    usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+    for name in result.usage:
+        result.usage[name] += usage[name]
+    settings.trace.record("reply", step=result.steps, finish_reason=finish, content=message.content,
+                          refusal=message.refusal, calls=[call.id for call in message.tool_calls or []],
+                          usage=usage, seconds=round(time.monotonic() - asked, 3))
+    ending = "refused" if message.refusal else {"length": "incomplete", "content_filter": "content_filter"}.get(finish)
+    if ending:
+        result.messages.append({"role": "assistant", "content": message.content or ""})  # no half-written calls
+        result.answer = message.content or message.refusal or ""
+        raise Stop(ending, f"the model refused: {message.refusal}" if message.refusal else
+                   f"the reply ended with finish_reason {finish!r}, so nothing in it was run")
+    return message
+
+
+def run_tools(settings, result, calls):
+    """Run one reply's tool calls. Each is decided first (its contract, plan(), a person where plan() says so);
+    then the calls nobody was asked about run side by side, then the approved ones, so that nothing a person
+    agreed to can change what the others were checked against. Every call gets a tool message, in order."""
+    told = repeated(settings, calls)
+    decided = [(call, told[call.id], False) if call.id in told else decide(settings, result, call) for call in calls]
+    results = {}
+    for asked in (False, True):
+        batch = [(call, action) for call, action, was_asked in decided if callable(action) and was_asked == asked]
+        until = settings.deadline and settings.deadline + GRACE
+        for (call, action), box in zip(batch, at_once([action for _, action in batch], until)):
+            results[call.id] = box
+    for call, action, _ in decided:
+        box = results.get(call.id, {"value": action})  # an action that did not run is the reason why, already
+        content = box.get("value", f"error: {box.get('error') or 'not finished by the deadline'}")
+        result.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+        settings.trace.record("tool", step=result.steps, id=call.id, name=call.function.name,
+                              arguments=call.function.arguments, is_error=content.startswith("error:"),
+                              result=content, seconds=box.get("seconds", 0))
+    if settings.deadline and time.monotonic() >= settings.deadline:
+        raise Stop("deadline", "the deadline passed while tools were running")
+
+
+def repeated(settings, calls):
+    """The calls the model made, by meaning, in each of the last SAME_CALL_LIMIT turns: {id: the result telling
+    it so}; they do not run again. Raises Stop("repeated") when it goes on past that."""
+    # an answer given to FINAL_TOOL is no call to repeat: OUTPUT_TRIES counts the ones that do not fit
+    turn = {meaning(call) for call in calls if settings.output is None or call.function.name != FINAL_TOOL}
+    settings.recent = [*settings.recent, turn][-SAME_CALL_LIMIT - 1:]
+    again = set.intersection(*settings.recent) if len(settings.recent) > SAME_CALL_LIMIT else set()
+    if again:
+        raise Stop("repeated", f"the model made the same call in {SAME_CALL_LIMIT + 1} turns in a row")
+    told = set.intersection(*settings.recent) if len(settings.recent) == SAME_CALL_LIMIT else set()
+    return {call.id: f"error: not run: you made this exact call in {SAME_CALL_LIMIT} turns in a row; its result "
+                     "will not change, so use what you have or try something else" for call in calls
+            if meaning(call) in told}
+
+
+def meaning(call):
+    """A call as what it would do: its name and its checked arguments, the defaults filled in, a path and a
+    command read by this system's rules, so spacing, key order and ./ do not count.
+    Example: read_file '{"path": "./a"}' and '{ "path":"a", "offset": 1 }' -> ("read_file", ...) the same"""
+    try:
+        args = check_call(call.function.name, call.function.arguments)
+        if "path" in args:
+            args["path"] = os.path.normpath(args["path"])
+        if "command" in args:
+            args["command"] = shlex.split(args["command"], posix=os.name != "nt")
+    except (ToolError, ValueError):  # a broken call, an unclosed quote: compared as it was sent
+        return call.function.name, call.function.arguments
+    return call.function.name, json.dumps(args, sort_keys=True)
+
+
+def decide(settings, result, call):
+    """(call, what will run, whether a person was asked): what will run is a function, or the error result that
+    says why nothing will. The decision counts against the deadline, a person's answer too."""
+    result.tool_calls += 1
+    if call.function.name == FINAL_TOOL and settings.output is not None:
+        return call, final_answer(settings, result, call.function.arguments), False
+    say(f"[{result.steps}] {shown(call.function.name, one_line=True)} {cut(call.function.arguments)}",
+        settings.deadline)
+    if result.tool_calls > settings.limits.max_tool_calls:
+        return call, "error: not run: the run is out of tool calls (its tool-call budget)", False
+    try:
+        action, question = plan(call.function.name, check_call(call.function.name, call.function.arguments),
+                                deadline=settings.deadline) if call.function.name not in settings.mcp else \
+            mcp_plan(settings, call.function.name, call.function.arguments)
+        if question and within(settings.deadline, "your answer", partial(settings.approve, question)) is not True:
+            return call, "error: the user declined this call; do not try it again, find another way or answer", True
+        return call, partial(tool_result, action), bool(question)
+    except ToolError as error:  # refused, or a broken call: the message says why
+        return call, truncate(f"error: {error}"), False
+
+
+def start_servers(settings, commands, trusted):
+    """Start each MCP server with the clean environment commands get, and offer the model its tools, each named
+    SERVER__TOOL so that no server's tool takes the name of ours or of another server's."""
+    for command in commands:
+        words = [word for word in command.split() if not word.startswith("-")] or ["server"]
+        name = re.sub(r"[^A-Za-z0-9_-]", "_", Path(words[-1]).stem)[:20]  # after its last word
+        name += str(len(settings.servers)) if any(s.name == name for s, _ in settings.servers) else ""
+        log = tempfile.TemporaryFile()  # what it writes on stderr, for the trace
+        path = os.pathsep.join([os.path.dirname(sys.executable), guards.search_path()])  # `python` is this one
+        server = Server(name, command, shell.environment(path), log)
+        settings.servers.append((server, log))
+        server.start(settings.deadline)
+        for tool in server.tools(settings.deadline):
+            full = re.sub(r"[^A-Za-z0-9_-]", "_", f"{name}__{tool['name']}")[:64]  # what the APIs take as a name
+            spec = {"type": "function", "function": {"name": full, "parameters": tool["inputSchema"],
+                                                     "description": f"From the MCP server {name}: {tool['description']}"}}
+            settings.mcp[full] = (server, tool["name"], spec, name in trusted)
+
+
+def mcp_plan(settings, name, arguments):
+    """What a call of a server's tool will do, and the question a person must answer first, unless the server is
+    trusted: its code and its words are someone else's."""
+    server, tool, spec, trusted = settings.mcp[name]
+    args = check_call(name, arguments, {name: spec["function"]["parameters"]})
+    question = None if trusted else f"Call {tool} on the MCP server {server.name}: {shown(json.dumps(args))}"
+    return partial(mcp_call, server, tool, args, settings.deadline), question
+
+
+def mcp_call(server, tool, args, deadline):
+    """A server's tool result as a tool result: its text, or an error the model can act on (a failed server raises
+    McpError, which becomes one too)."""
+    text, is_error = server.call(tool, args, deadline)
+    return f"error: {text}" if is_error else text
+
+
+def stop_servers(settings):
+    """End every MCP server of the run, whatever ended it; then keep what each wrote on stderr in the trace."""
+    for server, log in settings.servers:  # a trace that fails here leaves the rest to be closed at exit
+        server.close()
+        log.seek(0)
+        settings.trace.record("mcp", server=server.name, stderr=log.read(TRACE_CHARS).decode(errors="replace"))
+
+
+def final_answer(settings, result, arguments):
+    """Take the answer given to FINAL_TOOL when it fits the output schema; else say what does not fit."""
+    try:
+        result.output = check_call(FINAL_TOOL, arguments, {FINAL_TOOL: settings.output})
+    except BadCall as error:
+        settings.bad_answers += 1
+        return f"error: {error}. Call {FINAL_TOOL} again with an answer that fits."
+    result.answer = json.dumps(result.output)
+    return "accepted: that is the final answer"
+
+
+def tool_result(action):
+    """Run a decided action; whatever it returns or raises becomes a result the model can read."""
+    try:
+        return truncate(mask(str(action())))  # masked before it is cut: a cut could split a secret
+    except (ToolError, McpError) as error:
+        return truncate(f"error: {error}")
+    except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
+        return truncate(f"error: {type(error).__name__}: {error}")
+
+
+def at_once(functions, deadline):
+    """Run the functions side by side, each on a thread of its own, and wait for them until the deadline (a
+    time.monotonic(), or None): the one clock every wait of a run goes by. Returns a box for each function,
+    {"value": what it returned} or {"error": what it raised}, or {} when it had not finished in time."""
+    boxes = [{} for _ in functions]
+
+    def fill(box, function):
+        began = time.monotonic()
+        try:
+            box["value"] = function()
+        except BaseException as error:  # handed to the caller, who decides
+            box["error"] = error
+        box["seconds"] = round(time.monotonic() - began, 3)
+
+    if deadline is None and len(functions) == 1:  # nothing to wait for side by side: a thread would only cost
+        fill(boxes[0], functions[0])
+        if isinstance(boxes[0].get("error"), KeyboardInterrupt):  # Ctrl-C, here in the main thread, ends the run
+            raise boxes[0]["error"]
+        return boxes
+    threads = [threading.Thread(target=fill, args=pair, daemon=True) for pair in zip(boxes, functions)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(None if deadline is None else max(deadline - time.monotonic(), 0))
+    return boxes
+
+
+def within(deadline, what, function):
+    """function(), waited for until the deadline; Stop("deadline") if the time is up first."""
+    if deadline is None:
+        return function()
+    box = at_once([function], deadline)[0]
+    if "error" in box:
+        raise box["error"]
+    if "value" not in box:
+        raise Stop("deadline", f"the deadline passed while waiting for {what}")
+    return box["value"]
+
+
+def answer_every_call(settings, result):
+    """The conversation stays one the API accepts, whatever ended the run: a call without a result gets one."""
+    last = next((m for m in reversed(result.messages) if m["role"] == "assistant"), {})
+    answered = {m.get("tool_call_id") for m in result.messages}
+    for call in last.get("tool_calls", []):
+        if call["id"] not in answered:
+            content = f"error: not run: the run ended first ({result.status})"
+            result.messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
+            settings.trace.record("tool", step=result.steps, id=call["id"], name=call["function"]["name"],
+                                  arguments=call["function"]["arguments"], is_error=True, result=content)
+
+
+def assistant_message(message):
+    """Rebuild the model's reply with only the fields every server accepts back (no 'reasoning' and such)."""
+    reply = {"role": "assistant", "content": message.content or ""}
+    if message.tool_calls:
+        reply["tool_calls"] = [
+            {"id": call.id, "type": "function",
+             "function": {"name": call.function.name, "arguments": valid_json(call.function.arguments)}}
+            for call in message.tool_calls]
+    return reply
+
+
+def valid_json(text):
+    """The arguments to send back: the model's own if they parse, else "{}" (servers reject broken JSON).
+
+    Example: valid_json('{"path": "a"}') -> '{"path": "a"}';  valid_json('{"path": ') -> '{}'
+    """
+    try:
+        json.loads(text)
+        return text
+    except (TypeError, ValueError):
+        return "{}"
+
+
+def cut(text, limit=SHOWN_CHARS):
+    """Text for one line of the screen, made safe to show. Example: cut("x" * 300) -> 200 x's, then
+    " [... 100 more characters]" """
+    more = f" [... {len(text) - limit} more characters]" if len(text) > limit else ""
+    return shown(text[:limit], one_line=True) + more
+
+
+def say(text, deadline=None, end="\n"):
+    """Print to standard output, waited for until the deadline: a reader who does not read cannot hold the run.
+    Output that cannot be written (its reader gone, as in `| head -c 1`; a full disk) ends it as output_error."""
+    try:
+        if sys.stdout is None:  # the run began with standard output closed: print() would write nothing, silently
+            raise OSError("no standard output")
+        within(deadline, "the terminal", partial(print, text, end=end, flush=True))
+    except Stop:
+        BLOCKED.append(text)
+        raise
+    except OSError:
+        if sys.stdout:  # from now on it writes nowhere, Python's own last flush too
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise Stop("output_error", "standard output could not be written: its reader went away, or the disk is full")
+
+
+def tell(text, end="\n"):
+    """Print to standard error, if it can be written: notes and questions are not worth ending a run for."""
+    try:
+        print(text, end=end, file=sys.stderr, flush=True)
+    except (OSError, AttributeError):
+        pass
+
+
+def note(text):
+    tell(f"note: {shown(text)}")
+
+
+def arguments(argv=None):
+    parser = argparse.ArgumentParser(description="Run one task with a tool-calling model.")
+    parser.add_argument("task", help="what you want done, in quotes")
+    parser.add_argument("--backend", choices=BACKENDS,
+                        help="default: $BACKEND, else the first API key found, else demo")
+    parser.add_argument("--model", help="default: $MODEL, else the backend's default model")
+    parser.add_argument("--base-url", help="any OpenAI-compatible server (default: $BASE_URL, else the backend's)")
+    parser.add_argument("--workspace", default=".", help="the folder the tools may touch (default: here)")
+    parser.add_argument("--yes", action="store_true", help="approve every call that would be asked about")
+    parser.add_argument("--sandbox", choices=("workspace-write", "read-only", "off"), default="workspace-write",
+                        help="what an approved command may change (Linux; default: the workspace)")
+    parser.add_argument("--max-steps", type=int, default=MAX_STEPS, help=f"default {MAX_STEPS}")
+    parser.add_argument("--max-tool-calls", type=int, default=MAX_TOOL_CALLS, help=f"default {MAX_TOOL_CALLS}")
+    parser.add_argument("--max-tokens", type=int, help="default: no limit")
+    parser.add_argument("--deadline", type=float, metavar="SECONDS",
+                        help="wall-clock time for the whole run, from the start (default: no limit)")
+    parser.add_argument("--trace", metavar="FILE", help="append a JSONL trace of the run to FILE")
+    parser.add_argument("--stream", action="store_true", help="print the model's text as it arrives")
+    parser.add_argument("--tool-choice", choices=("auto", "none", "required"), help="for the first request")
+    parser.add_argument("--no-parallel-tool-calls", action="store_true", help="ask for one tool call a turn")
+    parser.add_argument("--output-schema", metavar="FILE", help="a JSON schema the answer must fit; printed as JSON")
+    parser.add_argument("--mcp", action="append", default=[], metavar="COMMAND",
+                        help='start an MCP server and offer its tools, e.g. "python ticket_server.py" (repeatable)')
+    parser.add_argument("--mcp-trust", action="append", default=[], metavar="NAME",
+                        help="a server whose tool calls need no yes (its name is its program's, e.g. ticket_server)")
+    args = parser.parse_args(argv)
+    try:
+        args.output = json.loads(Path(args.output_schema).read_text()) if args.output_schema else None
+        json.dumps(args.output, allow_nan=False)  # NaN is Python's, not JSON's: no server would take the tool
+        if args.output is not None and (wrong := unusable(args.output)):
+            raise ValueError(wrong)
+    except (OSError, ValueError, RecursionError) as error:
+        parser.error(f"--output-schema {args.output_schema}: {error}")
+    args.task = args.task.encode("utf-8", "surrogateescape").decode("utf-8", "replace")  # bytes that are no UTF-8
+    if not args.task.strip():
+        parser.error("the task is empty: say what you want done")
+    for name in ("max_steps", "max_tool_calls", "max_tokens", "deadline"):
+        if getattr(args, name) is not None and not getattr(args, name) > 0:  # NaN is not above 0 either
+            parser.error(f"--{name.replace('_', '-')} must be above 0, not {getattr(args, name)}")
+    if not Path(args.workspace).is_dir():
+        parser.error(f"--workspace {args.workspace}: no such directory")
+    return args
+
+
+def unusable(schema, where="the schema"):
+    """Why the harness cannot check answers against a JSON schema, or None: it must describe an object, and use
+    only the words in SCHEMA_WORDS, each in its shape, and the types problem() knows.
+
+    Example: unusable({"type": "object", "anyOf": []}) -> "the schema uses anyOf, which is not checked here" """
+    if where == "the schema" and not (isinstance(schema, dict) and schema.get("type") == "object"):
+        return "the schema must describe an object, with properties"
+    if not isinstance(schema, dict) or schema.keys() - SCHEMA_WORDS:
+        extra = ", ".join(sorted(schema.keys() - SCHEMA_WORDS)) if isinstance(schema, dict) else json.dumps(schema)
+        return f"{where} uses {extra}, which is not checked here"
+    word = next((w for w, shape in SCHEMA_WORDS.items() if w in schema and not isinstance(schema[w], shape)), None)
+    if word or schema.get("type", "object") not in JSON_TYPES:  # a list of types would crash problem()
+        word = word or "type"
+        return f"{where} has {word} {json.dumps(schema[word])[:50]}, which is not checked here"
+    parts = [*(schema.get("properties") or {}).items(), *([("items", schema["items"])] if "items" in schema else [])]
+    return next(filter(None, (unusable(part, f"{where}.{name}") for name, part in parts)), None)
+
+
+def main(argv=None):
+    args = arguments(argv)
+    guards.WORKSPACE = Path(args.workspace).resolve()
+    trace = args.trace and os.path.abspath(args.trace)
+    os.chdir(guards.WORKSPACE)  # commands run there, and a relative path means the same to every tool
+    guards.SECRETS = known_secrets(guards.WORKSPACE)
+    shell.PROTECTED = [*Path(__file__).resolve().parent.glob("*.py"), ENV_FILE, Path(sys.prefix),
+                       *([Path(trace)] if trace else [])]
+    shell.SANDBOX = None if args.sandbox == "off" else args.sandbox
+    retries = logging.getLogger("openai._base_client")  # the openai package says when it retries, at INFO
+    retries.setLevel(logging.INFO)
+    retries.addHandler(logging.StreamHandler())
+    retries.handlers[-1].setFormatter(logging.Formatter("note: the openai package: %(message)s"))
+    yes = args.yes
+    if shell.SANDBOX and (problem := shell.sandbox_problem()):
+        shell.SANDBOX, yes = None, False  # unsandboxed, a command is asked about, --yes or not
+        note(f"no sandbox ({problem}): commands that are not plainly read-only ask you first, even with --yes; "
+             "--sandbox off says you accept that.")
+    try:
+        backend = choose(args.backend, args.model, args.base_url)
+    except BackendError as error:
+        sys.exit(f"error: {shown(str(error))}")
+    received = []
+
+    def interrupted(number, frame):  # the first signal ends the run; one while it closes is only noted
+        received.append(number)
+        if len(received) == 1:
+            raise KeyboardInterrupt
+
+    on_signals(interrupted)
+    options = {"tool_choice": args.tool_choice} if args.tool_choice else {}
+    if args.no_parallel_tool_calls:
+        options["parallel_tool_calls"] = False
+    result = run(args.task, backend, approve=(lambda question: True) if yes else ask_user, trace=trace,
+                 limits=Limits(args.max_steps, args.max_tool_calls, args.max_tokens, args.deadline), started=STARTED,
+                 on_text=partial(stream_text, STARTED + args.deadline if args.deadline else None) if args.stream
+                 else None, options=options, output=args.output, mcp=args.mcp, trusted=args.mcp_trust)
+    on_signals(signal.SIG_IGN)  # the run is over: a late signal changes nothing
+    code = SIGNAL_EXIT[signal.Signals(received[0]).name] if received else EXIT_CODES[result.status]
+    try:
+        report(result, args.stream, STARTED + args.deadline + GRACE if args.deadline else None)
+    except Stop as stop:  # what could not be written is lost; the status stands, but an unseen answer is no success
+        tell(f"error: {stop.error}")
+        code = code or EXIT_CODES[stop.status]
+    if BLOCKED:  # Python's own last flush would wait for that thread for ever: leave without it
+        os._exit(code)
+    sys.exit(code)
+
+
+def stream_text(deadline, piece):
+    """Print a piece of a streamed reply as it comes; a run already out of time prints no more."""
+    if deadline is None or time.monotonic() < deadline:
+        say(shown(piece), end="")
+
+
+def on_signals(handler):
+    for name in SIGNAL_EXIT:
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), handler)
+
+
+def report(result, streamed=False, deadline=None):
+    """Print how the run ended: the answer (unless it was streamed), why it stopped, and a one-line summary on
+    standard error."""
+    if streamed and result.answer and result.output is None:
+        say("", deadline)  # the answer is on screen already: end its line
+    if result.status != "answered":
+        say(f"stopped: {result.status.replace('_', ' ')}", deadline)
+    if result.error:
+        tell(f"error: {shown(result.error)}")
+    if result.answer and (not streamed or result.output is not None):
+        say(shown(result.answer), deadline)
+    tell(f"{result.status}: {result.steps} steps, {result.tool_calls} tool calls, {result.usage['total_tokens']} "
+         f"tokens, {result.seconds:.1f} s")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except KeyboardInterrupt:  # Ctrl-C before the run began: nothing to close
+        sys.exit(130)

@@ -1,0 +1,245 @@
+"""The tools the model may call: plain functions, REGISTRY (name -> function) and TOOLS (their JSON schemas).
+
+Try one:  python -c "import tools; print(tools.read_file('tools.py', limit=5))"
+check_call() holds a call's arguments to its tool's schema; plan() decides, once, what the call will do and
+whether a person must approve it first; guards.py has the rules, shell.py runs commands.
+"""
+import difflib
+import json
+import os
+from functools import partial
+
+import guards
+import shell
+from guards import ToolError
+
+MAX_CHARS = 4000  # longest result sent back to the model; one huge file must not flood the conversation
+MAX_COMMAND = 10_000  # characters: a longer command is refused (a script belongs in a file)
+PAGE_LINES = 200  # lines read_file returns by default; the model pages on with offset
+MAX_SCAN = 10_000_000  # bytes read_file looks through at most: past them, grep -n or tail do better
+MAX_DIFF_LINES = 3000  # a longer file is not diffed before a write (a diff's cost grows faster than its length)
+DIFF_LINES = 100  # lines of a diff shown in the question; the summary counts them all
+JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "object": dict, "array": list}
+
+
+class BadCall(ToolError):
+    """A call that breaks its tool's contract; the message names the problem and shows the right shape."""
+
+
+def truncate(text, limit=MAX_CHARS):
+    """Cut text to limit characters, the note that says how much was cut included.
+
+    Example: truncate("a" * 5000, 100) -> 50 times "a", then "\\n[... 4950 more characters cut]"
+    """
+    if len(text) <= limit:
+        return text
+    kept = limit - 50  # room for the note
+    return text[:kept] + f"\n[... {len(text) - kept} more characters cut]"
+
+
+def check_call(name, arguments, schemas=None):
+    """Parse a call's arguments and hold them to its tool's schema (SCHEMAS, or the schemas given); the defaults
+    filled in. Returns the arguments, or raises BadCall with a message the model can fix its next call from.
+
+    Example: check_call("read_file", '{}') -> BadCall('read_file: missing required argument "path" (string).
+             Call it as {"path": "README.md"}')
+    """
+    schemas = schemas or SCHEMAS
+    if name not in schemas:
+        raise BadCall(f"there is no tool called {name!r}. The tools are: {', '.join(schemas)}.")
+    properties = schemas[name].get("properties", {})
+    shape = "Call it as " + json.dumps({arg: p["examples"][0] for arg, p in properties.items() if "examples" in p})
+    try:
+        args = json.loads(arguments or "{}")  # some servers send "" for no arguments
+    except (ValueError, RecursionError) as error:
+        raise BadCall(f"{name}: the arguments are not valid JSON ({error}). {shape}") from None
+    wrong = problem(args, schemas[name])
+    if wrong:
+        raise BadCall(f"{name}: {wrong}. {shape}")
+    return {**{arg: p["default"] for arg, p in properties.items() if "default" in p}, **args}
+
+
+def problem(value, schema, where=""):
+    """What in a value breaks a JSON schema: a type (a bool is an int to Python, but no integer to JSON Schema),
+    an enum, an object's required and unexpected keys, an array's items; None when nothing does.
+
+    Example: problem({"path": 1}, read_file's schema) -> 'argument "path" must be of type string, not 1'
+    """
+    kind, name = schema.get("type"), f'argument "{where}"' if where else "the arguments"
+    if kind in JSON_TYPES and (not isinstance(value, JSON_TYPES[kind]) or isinstance(value, bool) != (kind == "boolean")):
+        return f"{name} must be {'a JSON object' if not where else f'of type {kind}'}, not {json.dumps(value)[:50]}"
+    if "enum" in schema and value not in schema["enum"]:
+        return f"{name} must be one of {json.dumps(schema['enum'])}, not {json.dumps(value)[:50]}"
+    inside = (f"{where}." if where else "")
+    if kind == "object":
+        properties = schema.get("properties", {})
+        for key in schema.get("required", []):
+            if key not in value:
+                return f'missing required argument "{inside}{key}" ({properties.get(key, {}).get("type")})'
+        for key in value:
+            if key not in properties:
+                return f'unexpected argument "{inside}{key}"; it takes {", ".join(properties) or "none"}'
+        return next(filter(None, (problem(v, properties[k], inside + k) for k, v in value.items())), None)
+    if kind == "array":
+        return next(filter(None, (problem(item, schema.get("items", {}), f"{where}[{n}]")
+                                  for n, item in enumerate(value))), None)
+    return None
+
+
+def plan(name, args, deadline=None):
+    """Decide what a call will do: returns (action, question). action() runs exactly what was decided; question
+    is what a person must approve first, or None. Raises guards.Refused for what nobody may approve. A command
+    is stopped at the deadline (a time.monotonic()) if it is still running then."""
+    if name == "write_file":
+        return partial(write_file, **args), write_question(args["path"], args["content"])
+    if name != "run_shell":
+        return partial(REGISTRY[name], **args), None
+    command = args["command"]
+    if len(command) > MAX_COMMAND:
+        raise guards.Refused(f"the command is {len(command)} characters long; the most is {MAX_COMMAND}")
+    guards.names_a_secret(command)
+    argv = guards.plain(command)
+    if argv:  # it runs as this list of words, with no shell to read anything into them, and changes nothing
+        return partial(shell.run, argv, guards.WORKSPACE, deadline=deadline), None
+    action = partial(shell.run, shell.shell_argv(command), guards.WORKSPACE, path=guards.search_path(),
+                     write=shell.SANDBOX == "workspace-write", deadline=deadline)
+    return action, f"Run: {guards.shown(command, one_line=True)}"
+
+
+def read_file(path: str, offset: int = 1, limit: int = PAGE_LINES) -> str:
+    """Return lines offset, offset+1, ... of a workspace file (the first line is 1): at most limit lines and
+    MAX_CHARS characters, and when more is left, a last line saying how to read on."""
+    if offset < 1 or limit < 1:
+        raise BadCall('read_file: "offset" and "limit" start at 1')
+    full, text, number, last = guards.inside_workspace(path), "", 0, offset - 1
+    if not full.is_file():  # a pipe would block the read for ever, and opening a device can do something
+        raise ToolError(f"{path} is not a regular file (a folder, a pipe or a device)")
+    with open(full, "rb") as file:  # line by line, and never more than MAX_SCAN bytes: a file may be 20 GB
+        while file.tell() < MAX_SCAN and (line := file.readline(MAX_CHARS)):
+            number += 1
+            if len(line) == MAX_CHARS and not line.endswith(b"\n"):  # too long to show whole: its rest is skipped
+                line = line[:MAX_CHARS - 300] + b" [... the rest of this line cut]\n"
+                while file.tell() < MAX_SCAN and (rest := file.readline(MAX_CHARS)) and not rest.endswith(b"\n"):
+                    pass
+            if number < offset:
+                continue
+            if number >= offset + limit or len(text) + len(line) > MAX_CHARS - 200:  # room for the note
+                break
+            text, last = text + line.decode("utf-8", errors="replace"), number
+        rest = file.read(max(MAX_SCAN - file.tell(), 0))
+        total = number + rest.count(b"\n") + (not rest.endswith(b"\n") and rest != b"")
+        counted = "" if file.read(1) == b"" else " or more"
+    if offset > max(total, 1):
+        raise ToolError(f"offset {offset} is past the end: {path} has {total} lines" if not counted else
+                        f"line {offset} is past the first {MAX_SCAN} bytes, which is as far as read_file looks; "
+                        "use grep -n or tail")
+    if last < total or counted:
+        text += f"\n[lines {offset}-{last} of {total}{counted}; call read_file with offset={last + 1} to read on]"
+    return text
+
+
+def list_dir(path: str = ".") -> str:
+    """Return the names in a workspace directory, one per line; directories end with '/'."""
+    with os.scandir(guards.inside_workspace(path)) as entries:
+        names = sorted(e.name + "/" if e.is_dir(follow_symlinks=False) else e.name for e in entries)
+    return truncate("\n".join(names) or "(empty directory)")
+
+
+def run_shell(command: str) -> str:
+    """Run a command line in the workspace and return its exit code and output. Called directly (not through
+    the harness), it runs only what would run without asking."""
+    action, question = plan("run_shell", {"command": command})
+    if question:
+        raise guards.Refused("this command needs a person's approval; the harness asks for it")
+    return action()
+
+
+def write_file(path: str, content: str) -> str:
+    """Replace a workspace file's text with content (creating it if needed). The harness runs it only once a
+    person approved the diff that write_question() showed."""
+    full = guards.inside_workspace(path)
+    if any(full.is_relative_to(protected) for protected in shell.PROTECTED):
+        raise guards.Refused(f"{path} is one of the harness's own files, which the model may not change")
+    full.write_bytes(content.encode("utf-8", errors="replace"))  # bytes: exactly what the diff showed
+    return f"wrote {len(content)} characters to {path}"
+
+
+def write_question(path, content):
+    """What a person sees before a write: a summary line, the diff, and the summary again right above the answer.
+
+    Example: write_question("a.txt", "new\\n") where a.txt holds "old\\n" ->
+             "Write a.txt: +1 -1 lines\\n--- a/a.txt\\n+++ b/a.txt\\n@@ -1 +1 @@\\n-old\\n+new\\n" "Write a.txt: +1 -1 lines"
+    """
+    full = guards.inside_workspace(path)
+    name = guards.shown(str(full.relative_to(guards.WORKSPACE.resolve())), one_line=True)
+    if full.is_file() and full.stat().st_size > MAX_SCAN:
+        return f"Write {name}: {full.stat().st_size} bytes replaced by {len(content)} characters, too big to diff"
+    old = full.read_bytes().decode("utf-8", errors="replace") if full.is_file() else ""
+    before, after = old.splitlines(keepends=True), content.splitlines(keepends=True)
+    if max(len(before), len(after)) > MAX_DIFF_LINES:
+        return f"Write {name}: {len(before)} lines replaced by {len(after)}, too many to show a diff"
+    diff = list(difflib.unified_diff(before, after, f"a/{name}", f"b/{name}"))
+    summary = (f"Write {name}: +{sum(line[0] == '+' for line in diff[2:])} -{sum(line[0] == '-' for line in diff[2:])}"
+               f" lines" + ("" if full.exists() else " (a new file)"))
+    shown = [guards.shown(line.rstrip("\n"), one_line=True) + "\n" for line in diff[:DIFF_LINES]]
+    more = f"[... {len(diff) - DIFF_LINES} more lines of diff]\n" if len(diff) > DIFF_LINES else ""
+    return f"{summary}\n{''.join(shown)}{more}{summary}"
+
+
+REGISTRY = {"read_file": read_file, "list_dir": list_dir, "run_shell": run_shell, "write_file": write_file}
+
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "read_file",
+        "description": "Read a text file in the workspace, 200 lines at a time. When there is more, the result "
+                       "ends with the offset to read on from. Use a path relative to the workspace, such as "
+                       "README.md or src/app.py. Secret files such as .env are refused.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "The file to read", "examples": ["README.md"]},
+                "offset": {"type": "integer", "description": "The first line to read; 1 is the top", "default": 1},
+                "limit": {"type": "integer", "description": "How many lines to read at most", "default": 200},
+            },
+            "required": ["path"],
+        },
+    }},
+    {"type": "function", "function": {
+        "name": "list_dir",
+        "description": "List the files and folders in a workspace directory (folders end with /). "
+                       "Call this first to see what exists before you read anything.",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string", "description": "The directory; '.' is the workspace",
+                                    "default": ".", "examples": ["."]}},
+            "required": [],
+        },
+    }},
+    {"type": "function", "function": {
+        "name": "run_shell",
+        "description": "Run a command in the workspace and return its exit code and output. Read-only commands "
+                       "(ls, cat, head, tail, wc, grep) run at once; anything else waits for the user's approval "
+                       "and may be declined. Commands time out after 10 s.",
+        "parameters": {
+            "type": "object",
+            "properties": {"command": {"type": "string", "description": "The command line to run",
+                                       "examples": ["ls"]}},
+            "required": ["command"],
+        },
+    }},
+    {"type": "function", "function": {
+        "name": "write_file",
+        "description": "Replace the whole text of a workspace file, or create it. The user sees the diff and "
+                       "must approve it; if they decline, the file is left as it was.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "The file to write", "examples": ["notes.txt"]},
+                "content": {"type": "string", "description": "The complete new text of the file",
+                            "examples": ["hello\n"]},
+            },
+            "required": ["path", "content"],
+        },
+    }},
+]
+SCHEMAS = {tool["function"]["name"]: tool["function"]["parameters"] for tool in TOOLS}

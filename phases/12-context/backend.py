@@ -1,0 +1,366 @@
+"""Talk to a chat model through any OpenAI-compatible server: Groq, OpenAI, Ollama or the offline demo.
+
+Run:  python backend.py                  (sends a short prompt and prints the reply)
+      python backend.py "Why is the sky blue? One sentence."
+Settings come from .env or the environment: BACKEND, MODEL, BASE_URL and the API keys (see .env.example).
+The openai package retries what may pass (rate limits, server errors, dropped connections); chat() retries what
+only it can see: a reply that is no reply, a stream cut short, and a tool call the provider could not parse.
+"""
+import functools
+import json
+import os
+import sys
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+from dotenv import dotenv_values, load_dotenv
+
+# name: where the server is, which variable holds its key, and the model to ask for by default
+BACKENDS = {
+    "groq": {"base_url": "https://api.groq.com/openai/v1", "key_var": "GROQ_API_KEY", "model": "openai/gpt-oss-120b"},
+    "openai": {"base_url": "https://api.openai.com/v1", "key_var": "OPENAI_API_KEY", "model": "gpt-5-mini"},
+    "ollama": {"base_url": "http://localhost:11434/v1", "key_var": None, "model": "qwen3"},
+    "demo": {"base_url": None, "key_var": None, "model": "demo"},  # demo_model.py, started on demand
+}
+ENV_FILE = Path(__file__).with_name(".env")
+KEY_VARIABLES = ("GROQ_API_KEY", "OPENAI_API_KEY", "API_KEY")
+TIMEOUT = 60  # seconds to wait for the server at each step (connecting, each piece of the reply)
+RETRIES = 2  # tries after the first, for failures that may pass (the openai package's own default)
+MAX_REPLY_CHARS = 1_000_000  # a reply longer than this is cut, and counts as unfinished
+MAX_REPLY_CALLS = 128  # and so is one with more tool calls: no turn needs them, and each costs a check
+# finish_reason as servers send it -> as the openai package knows it: TGI says eos_token or stop_sequence for a
+# finished answer; a reason not here ("error", Mistral's "model_length") means the answer is not finished.
+FINISHED = {"stop": "stop", "eos_token": "stop", "stop_sequence": "stop", "end_turn": "stop",
+            "tool_calls": "tool_calls", "function_call": "tool_calls", "content_filter": "content_filter"}
+PROMPT = "Say hello in one short sentence."
+
+load_dotenv(ENV_FILE)  # variables already set in the environment win over .env
+
+
+def sdk():
+    """The openai package, imported on first use: importing it takes half a second, which `--help` and a usage
+    error should not wait for. Python keeps a module once imported, so every later call costs nothing."""
+    import openai
+
+    return openai
+
+
+class BackendError(Exception):
+    """A configuration or provider problem, with a message that says how to fix it."""
+
+
+class BrokenReply(Exception):
+    """An answer that is not a chat completion: no choices, a message of the wrong shape, calls announced and
+    missing."""
+
+
+def choose(name=None, model=None, base_url=None):
+    """Pick a backend: the name given, else $BACKEND, else the first API key found, else the demo.
+
+    Returns its settings, e.g. {"name": "groq", "base_url": "https://api.groq.com/openai/v1",
+    "api_key": "gsk_...", "model": "openai/gpt-oss-120b", "url_given": False}.
+    """
+    base_url = usable_url(base_url or os.environ.get("BASE_URL"))
+    name = name or os.environ.get("BACKEND") or first_backend_with_a_key(base_url)
+    if name not in BACKENDS:
+        raise BackendError(f"BACKEND={name!r} is not a backend I know. Use one of: {', '.join(BACKENDS)}.")
+    key_var = BACKENDS[name]["key_var"]
+    api_key = os.environ.get(key_var or "API_KEY") or os.environ.get("API_KEY")
+    if key_var and not api_key:
+        raise BackendError(
+            f"The {name} backend needs an API key, but {key_var} is not set in {ENV_FILE} or the environment. "
+            f"Put {key_var}=... in .env (see README.md for a free Groq key), or unset BACKEND to use the offline demo "
+            "model.")
+    return {
+        "name": name,
+        "base_url": base_url or BACKENDS[name]["base_url"] or start_demo(),
+        "api_key": api_key or "none",  # keyless servers still need some string
+        "model": model or os.environ.get("MODEL") or BACKENDS[name]["model"],
+        "url_given": bool(base_url),  # for messages: your own server, or the backend's
+    }
+
+
+def usable_url(url):
+    """The URL without the spaces or line end a copy and paste leaves around it, or None when none is given;
+    a BackendError when requests cannot go to it.
+
+    Example: usable_url(" http://localhost:1234/v1\\n") -> "http://localhost:1234/v1";  "localhost:1234" -> error
+    """
+    url = (url or "").strip()
+    if not url:
+        return None
+    try:
+        parts = urllib.parse.urlsplit(url)
+        usable = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0  # .port checks it
+    except ValueError:  # a port that is no number ("PORT") or too big, a broken [IPv6] address
+        usable = False
+    if not usable or not url.isprintable() or " " in url:
+        raise BackendError(f"BASE_URL={url!r} is not a URL I can send requests to: it needs http:// or https://, a "
+                           "host, and a port number if any, as in http://localhost:1234/v1.")
+    return url
+
+
+def known_secrets(workspace="."):
+    """The secrets this harness knows, to be masked wherever they appear: the values in its own .env and in the
+    workspace's, and the API keys in its environment, {value: name}. BACKEND, MODEL and BASE_URL are settings,
+    and a value under 8 characters would mask ordinary words.
+
+    Example: with GROQ_API_KEY=gsk_abc123xyz in .env -> {"gsk_abc123xyz": "GROQ_API_KEY"}
+    """
+    found = [*dotenv_values(Path(workspace, ".env")).items(), *dotenv_values(ENV_FILE).items(),
+             *((name, os.environ.get(name)) for name in KEY_VARIABLES)]
+    return {value: name for name, value in found
+            if value and len(value) >= 8 and name not in ("BACKEND", "MODEL", "BASE_URL")}
+
+
+def first_backend_with_a_key(base_url=None):
+    for name in ("groq", "openai"):
+        if os.environ.get(BACKENDS[name]["key_var"]):
+            return name
+    goes_to = f"the server at {base_url} (your BASE_URL), with no key" if base_url else \
+        "the offline demo model, which only understands simple file tasks"
+    print(f"note: no API key found (looked for GROQ_API_KEY and OPENAI_API_KEY in {ENV_FILE} and the environment), "
+          f"so this runs on {goes_to}.", file=sys.stderr)
+    return "demo"
+
+
+@functools.cache
+def start_demo():
+    """Start the offline demo model on a free port of 127.0.0.1 (once) and return its URL."""
+    here = Path(__file__).resolve().parent
+    # demo_model.py lies beside this file, or in the repository root when this is a phase folder's copy
+    sys.path.append(str(next(folder for folder in (here, *here.parents) if (folder / "demo_model.py").exists())))
+    import demo_model  # the standard library only, so it costs nothing when unused
+
+    return demo_model.start().url
+
+
+@functools.cache
+def client(base_url, api_key):
+    """One client per server: it keeps the connection open between requests. A server on this machine is
+    reached directly: a proxy from HTTP_PROXY or ALL_PROXY is for the network outside."""
+    openai, local = sdk(), urllib.parse.urlsplit(base_url).hostname in ("localhost", "127.0.0.1", "::1")
+    try:
+        http = openai.DefaultHttpxClient(trust_env=not local)
+    except ImportError as error:  # ALL_PROXY=socks5://... needs a package the HTTP library does not bring
+        raise BackendError(f"A proxy in your environment cannot be used: {error}. Install what it names, or unset "
+                           "ALL_PROXY (and HTTPS_PROXY).") from None
+    return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=TIMEOUT, http_client=http, max_retries=RETRIES)
+
+
+def chat(messages, tools=None, backend=None, on_note=None, on_text=None, options=None):
+    """Send the conversation, and the tools the model may call; return the whole response, checked. The reply is
+    response.choices[0].message: its text, and the tool calls it asks for. on_note hears of each retry; with
+    on_text the reply is streamed, and each piece of its text goes to on_text as it arrives. options (tool_choice,
+    temperature, ...) go into the request, but never replace its model, messages, tools or streaming."""
+    backend = backend or choose()
+    options = {key: value for key, value in (options or {}).items() if key not in ("stream", "stream_options")}
+    try:
+        json.dumps(options, allow_nan=False)  # NaN is Python's, not JSON's: no server takes it
+    except (TypeError, ValueError) as error:
+        raise BackendError(f"the options cannot be sent as JSON: {error}") from None
+    request = {**options, "model": backend["model"], "messages": messages}
+    if tools:
+        request["tools"] = tools  # some servers reject an empty tools list
+    api, shown = client(backend["base_url"], backend["api_key"]), []
+    for attempt in range(RETRIES + 1):
+        try:
+            return send(api, request, on_text and (lambda piece: (shown.append(piece), on_text(piece))))
+        except (sdk().APIError, BrokenReply) as error:
+            body = getattr(error, "body", None)
+            tool_use_failed = isinstance(body, dict) and body.get("code") == "tool_use_failed"
+            if attempt == RETRIES or not (tool_use_failed or isinstance(error, BrokenReply)):
+                raise BackendError(explain(error, backend)) from None
+            if on_note:  # Groq says what the model wrote, in failed_generation
+                said = f"{error} (the model wrote: {body.get('failed_generation')!r})" if tool_use_failed else error
+                on_note(f"{str(said)[:300]}; asking again ({attempt + 1} of {RETRIES})")
+            if shown:  # the text on screen came from a reply that did not count
+                on_text("\n[the reply starts again]\n")
+                shown.clear()
+
+
+def send(api, request, on_text=None):
+    """One try: the checked response, or an exception that says what went wrong."""
+    try:  # the JSON itself (cast_to=object), so that checked() sees what the server really sent
+        if on_text:
+            return streamed(api, request, on_text)
+        return checked(api.post("/chat/completions", body=request, cast_to=object))
+    except (ValueError, RecursionError) as error:  # a body that is no JSON, or JSON nested too deep
+        raise BrokenReply(f"the reply is not JSON ({str(error)[:100]})") from None
+
+
+def streamed(api, request, on_text):
+    """The reply to a streamed request, put together from its chunks as they arrive; its text goes to on_text.
+    The chunks are read from the `data:` lines by hand: the openai package's reader takes an event with no data
+    (a `ping`, a blank line after an `id:`) for a chunk, and fails on it. Only a finish_reason proves that a
+    stream ended: one that stops before it was cut short."""
+    request = {**request, "stream": True, "stream_options": {"include_usage": True}}  # usage in the last chunk
+    stream = api.post("/chat/completions", body=request, cast_to=object, stream=True, stream_cls=sdk().Stream[object])
+    content, calls, finish, usage = "", [], None, None
+    try:
+        if "json" in stream.response.headers.get("content-type", ""):  # an error, sent as JSON and not as a stream
+            raise BrokenReply(f"the server answered with JSON: {stream.response.read()[:300].decode(errors='replace')}")
+        for line in stream.response.iter_lines():
+            if len(content) > MAX_REPLY_CHARS or len(calls) > MAX_REPLY_CALLS:
+                finish = "length"  # enough: reading on would only fill memory and time
+                break
+            data = line.lstrip("\ufeff").removeprefix("data:").strip()  # a byte order mark may come first
+            if data == line.strip() or data == "[DONE]":
+                continue  # a comment, an id, an event name: no data
+            chunk = json.loads(data)
+            usage = chunk.get("usage") or usage
+            if chunk.get("error"):  # the provider's own error, sent inside the stream
+                raise BrokenReply(f"the stream sent an error: {chunk['error']}")
+            for choice in [c for c in chunk.get("choices") or [] if c.get("index", 0) == 0]:
+                delta = choice.get("delta") or {}
+                if delta.get("content"):
+                    content += delta["content"]
+                    on_text(delta["content"])
+                for piece in delta.get("tool_calls") or []:
+                    add_piece(calls, piece)
+                finish = choice.get("finish_reason") or finish
+    except (ValueError, AttributeError, TypeError) as error:  # JSON that is no chunk
+        raise BrokenReply(f"a stream chunk that is no chunk ({str(error)[:100]})") from None
+    except sdk().APIError as error:  # the connection broke
+        raise BrokenReply(f"the stream broke off: {error}") from None
+    finally:
+        stream.response.close()
+    if finish is None:
+        raise BrokenReply("the stream ended before the model finished")
+    return checked({"choices": [{"message": {"content": content or None, "tool_calls": calls or None},
+                                 "finish_reason": finish}], "usage": usage})
+
+
+def add_piece(calls, piece):
+    """Add one streamed piece of a tool call to calls. Servers differ: OpenAI sends a call's id once and its index
+    in every piece, Ollama index 0 for every call, each with an id of its own, some servers neither. So a piece
+    joins the call with its id, else the call with its index, else the last call, unless it starts a new one."""
+    function = piece.get("function") or {}
+    name, arguments = function.get("name") or "", function.get("arguments") or ""
+    by_id = [c for c in calls if piece.get("id") and c["id"] == piece["id"]]
+    by_index = [c for c in calls if not piece.get("id") and piece.get("index") is not None and
+                c["index"] == piece["index"]]
+    last = calls[-1:] if not piece.get("id") and piece.get("index") is None and not (name and whole(calls)) else []
+    call = (by_id or by_index or last or [None])[-1]
+    if call is None:
+        call = {"id": piece.get("id") or "", "index": piece.get("index"), "type": "function",
+                "function": {"name": "", "arguments": ""}}
+        calls.append(call)
+    if name != call["function"]["name"]:  # some servers send the whole name in every piece
+        call["function"]["name"] += name
+    call["function"]["arguments"] += arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def whole(calls):
+    """True when the last call's arguments so far are one whole JSON object."""
+    try:
+        return bool(calls) and isinstance(json.loads(calls[-1]["function"]["arguments"]), dict)
+    except ValueError:
+        return False
+
+
+def checked(data):
+    """The server's JSON as a ChatCompletion, when it is one; else BrokenReply, saying what is wrong. What real
+    servers send differently is mended first: content as a list of parts, arguments as an object, an id that is
+    a number or missing, usage that does not count, a finish_reason the package does not know."""
+    try:
+        choice = next(c for c in data["choices"] if c.get("index", 0) == 0)
+        message = {**choice["message"], "role": "assistant", "content": text(choice["message"].get("content"))}
+        for n, call in enumerate(message.get("tool_calls") or []):
+            arguments = call["function"].get("arguments")
+            call["function"]["arguments"] = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
+            call["id"] = str(call.get("id") or f"call_{n}")
+    except (KeyError, TypeError, AttributeError, StopIteration):
+        said = data.get("error") if isinstance(data, dict) else None  # an error sent with status 200
+        raise BrokenReply(f"the reply is not a chat completion: {str(said or data)[:200]}") from None
+    finish = FINISHED.get(choice.get("finish_reason"), "length")
+    if finish == "tool_calls" and not message.get("tool_calls"):
+        raise BrokenReply("the reply announced tool calls and carries none")
+    if len(message.get("content") or "") > MAX_REPLY_CHARS or len(message.get("tool_calls") or []) > MAX_REPLY_CALLS:
+        message = {**message, "content": (message.get("content") or "")[:MAX_REPLY_CHARS], "tool_calls": None}
+        finish = "length"
+    usage = data.get("usage")
+    counted = isinstance(usage, dict) and all(type(usage.get(n)) is int for n in ("prompt_tokens", "completion_tokens"))
+    try:
+        return sdk().types.chat.ChatCompletion.model_validate({
+            "id": "reply", "object": "chat.completion", "created": 0, "model": "",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {**usage, "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]} if counted
+            else None})
+    except ValueError as error:  # pydantic's ValidationError: a field of the wrong type
+        raise BrokenReply(f"the reply is not a chat completion: {str(error)[:300]}") from None
+
+
+def text(content):
+    """Content as a str (or None): a list of text parts joined. Example: [{"type": "text", "text": "hi"}] -> "hi" """
+    if isinstance(content, list):
+        return "".join(str(part.get("text") or "") if isinstance(part, dict) else str(part) for part in content)
+    return content
+
+
+def complete(prompt, backend=None):
+    """Send one prompt and return the reply text."""
+    return chat([{"role": "user", "content": prompt}], backend=backend).choices[0].message.content
+
+
+def where(backend):
+    """The server, as you configured it. Example: "the groq backend at https://api.groq.com/openai/v1" """
+    if backend.get("url_given"):
+        return f"the server at {backend['base_url']} (your BASE_URL)"
+    if backend["name"] == "demo":
+        return f"the offline demo model at {backend['base_url']}"
+    return f"the {backend['name']} backend at {backend['base_url']}"
+
+
+def proxy_for(url):
+    """The proxy your environment sends requests for url through, or None. Example: "http://proxy:3128" """
+    parts = urllib.parse.urlsplit(url)
+    if parts.hostname in ("localhost", "127.0.0.1", "::1") or urllib.request.proxy_bypass(parts.hostname):
+        return None
+    proxies = urllib.request.getproxies()
+    return proxies.get(parts.scheme) or proxies.get("all")
+
+
+def explain(error, backend):
+    """Turn an openai exception into one paragraph: what went wrong, where, and what to change."""
+    openai, key_var = sdk(), BACKENDS.get(backend["name"], {}).get("key_var") or "API_KEY"
+    body, proxy = getattr(error, "body", None), proxy_for(backend["base_url"])
+    if isinstance(error, BrokenReply):
+        return f"{where(backend)} sent a broken reply ({error}), and asking again did not help. Try again later."
+    if proxy and (isinstance(error, openai.APIConnectionError) or not isinstance(body, dict)):
+        said = getattr(error, "status_code", None) or error.message.rstrip(".")  # a provider answers in JSON
+        return (f"The proxy {proxy} (from your environment) did not pass the request on to {where(backend)}: "
+                f"{said}. Check the proxy, or unset HTTPS_PROXY, HTTP_PROXY and ALL_PROXY.")
+    if isinstance(error, openai.APITimeoutError):  # it answers, only too slowly: a local model warming up
+        return (f"{where(backend)} did not answer within {TIMEOUT} s. A local model can be that slow: raise TIMEOUT "
+                "in backend.py, or try a smaller model; else check that the server is running.")
+    if isinstance(error, openai.APIConnectionError):
+        return (f"Could not reach {where(backend)}: {error.message.rstrip('.')}. Check that the server is running, "
+                "that BASE_URL is right (or unset it), and your network.")
+    status = getattr(error, "status_code", None)
+    if status is None:  # an answer, but not one the package could read as a chat completion
+        return f"{where(backend)} sent a reply that is not a chat completion: {error.message}. Check BASE_URL."
+    fix = {
+        401: f"The API key was refused: check {key_var} in .env, or make a new key.",
+        403: "The key may not use this model or endpoint: check the key's permissions and MODEL.",
+        404: f"Check MODEL ({backend['model']!r}) against the models the server lists at "
+             f"{backend['base_url']}/models, and check BASE_URL.",
+        429: "You hit the provider's rate limit: wait a minute, or use a smaller model.",
+    }.get(status, "The provider had a problem: try again in a minute." if status >= 500
+          else "The server did not accept the request as it was built: see Troubleshooting in the lesson.")
+    said = body.get("message") if isinstance(body, dict) else error.message  # the provider's own words
+    wait = error.response.headers.get("retry-after")
+    if status == 429 and wait:  # the provider's own wait: too long for the openai package, or longer than its tries
+        fix = f"The provider asked for a wait of {wait} s (retry-after) before a new try: try again after that."
+    if isinstance(body, dict) and body.get("code") == "tool_use_failed":  # Groq: a call it could not parse
+        fix = (f"The model wrote: {body.get('failed_generation')!r}. Run again or try another model, and send the "
+               "tools on every request.")
+    return f"{where(backend)} answered {status}: {said} {fix}"
+
+
+if __name__ == "__main__":
+    try:
+        print(complete(" ".join(sys.argv[1:]) or PROMPT))
+    except BackendError as error:
+        sys.exit(f"error: {error}")

@@ -1,0 +1,176 @@
+"""Phase 11, tools over MCP: the same loop, with tools that live in another process. Checked through
+mcp_client.Server against real servers over real pipes (the course's ticket_server.py, and tests/mcp_servers.py,
+which misbehaves on purpose), and through `python harness.py --mcp COMMAND` against the scripted model."""
+import json
+import shutil
+import sys
+import time
+
+import pytest
+from helpers import ROOT, groq_env, run_python, trace_records
+
+PHASE = 11
+FILES = ("mcp_client.py", "harness.py", "shell.py", "guards.py", "tools.py")
+
+
+@pytest.fixture
+def servers(workspace):
+    """The workspace holds the two servers, as a learner's folder holds ticket_server.py."""
+    for name in ("ticket_server.py", "tests/mcp_servers.py"):
+        shutil.copy(ROOT / name, workspace / name.split("/")[-1])
+    return workspace
+
+
+@pytest.fixture
+def client(load, servers):
+    """mcp_client of the code under test, and a way to start a server with it; every server is closed after."""
+    mcp_client, started = load("mcp_client"), []
+
+    def start(command, deadline=None):
+        server = mcp_client.Server("test", f"{sys.executable} {command}", {}, None)
+        started.append(server)
+        return server.start(deadline if deadline is None else time.monotonic() + deadline)
+
+    yield mcp_client, start
+    for server in started:
+        server.close()
+
+
+def run(servers, server, *calls, args=("--yes",)):
+    """One scripted turn of calls [(name, arguments)] through `python harness.py --mcp ... ARGS`: the results the
+    model got, what the harness printed, and the tools the model was offered."""
+    server.push({"tool_calls": [{"name": name, "arguments": arguments, "id": f"c{n}"}
+                                for n, (name, arguments) in enumerate(calls)]}, "done")
+    done = run_python(servers, "harness.py", *args, "Do it", env=groq_env(server))
+    if not server.requests:
+        return [], done, []
+    sent = server.requests[-1]["body"]
+    results = [m["content"] for m in sent["messages"] if m["role"] == "tool"][-len(calls):]
+    return results, done, [tool["function"]["name"] for tool in server.requests[0]["body"]["tools"]]
+
+
+def test_done_when_the_demo_proposes_the_label_offline(servers):
+    """`python harness.py --mcp "python ticket_server.py" --yes "Propose the billing label for DEMO-42"`: the demo
+    reads the ticket, proposes the label, and the answer says it was not applied."""
+    done = run_python(servers, "harness.py", "--mcp", "python ticket_server.py", "--yes",
+                      "Propose the billing label for DEMO-42", env={"BACKEND": "demo"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("[1] ticket_server__get_ticket") and lines[1].startswith(
+        "[2] ticket_server__propose_label"), done.stdout
+    assert "Nothing was applied" in done.stdout, done.stdout
+
+
+def test_the_client_shakes_hands_lists_and_calls(client):
+    """Server(name, command, env, stderr).start() does the handshake (server.version is the version agreed),
+    tools() lists every tool with its inputSchema, call() returns (text, is_error)."""
+    mcp_client, start = client
+    server = start("ticket_server.py")
+    assert server.version in mcp_client.PROTOCOL_VERSIONS
+    tools = {tool["name"]: tool for tool in server.tools()}
+    assert set(tools) == {"get_ticket", "propose_label"} and "properties" in tools["get_ticket"]["inputSchema"]
+    text, is_error = server.call("get_ticket", {"ticket_id": "DEMO-42"})
+    assert json.loads(text)["version"] == 3 and is_error is False
+    text, is_error = server.call("propose_label", {"ticket_id": "DEMO-42", "label": "billing", "expected_version": 2})
+    assert is_error is True and "version" in text
+
+
+def test_every_page_of_tools_is_listed(client):
+    """tools/list follows nextCursor to the last page."""
+    _, start = client
+    assert len(start("mcp_servers.py pages").tools()) == 6
+
+
+@pytest.mark.parametrize("mode", ["exit", "not-json", "silent", "modern", "version=1999-01-01"])
+def test_a_server_that_fails_the_handshake_raises_mcp_error_in_time(client, mode):
+    """A server that exits, writes what is not JSON, never answers, answers with an error, or speaks a version the
+    client does not: McpError, by the deadline, and nothing left running."""
+    mcp_client, start = client
+    began = time.monotonic()
+    with pytest.raises(mcp_client.McpError):
+        start(f"mcp_servers.py {mode}", deadline=3)
+    assert time.monotonic() - began < 9, "give up at the deadline"
+
+
+@pytest.mark.parametrize("mode", ["dies", "slow"])
+def test_a_server_that_fails_a_call_raises_mcp_error_in_time(client, mode):
+    """A server that exits in the middle of a call, or never answers it: McpError, by the deadline."""
+    mcp_client, start = client
+    server = start(f"mcp_servers.py {mode}")
+    began = time.monotonic()
+    with pytest.raises(mcp_client.McpError):
+        server.call("work", {}, time.monotonic() + 3)
+    assert time.monotonic() - began < 9
+
+
+def test_requests_and_notifications_from_the_server_do_not_break_a_call(client):
+    """A server that asks for sampling and roots, pings, and sends notifications in between: the call gets its
+    answer; the server's requests get an answer (an error for what the client does not offer)."""
+    _, start = client
+    text, is_error = start("mcp_servers.py chatty").call("work", {})
+    replies = json.loads(text)
+    assert is_error is False and len(replies) == 3 and any("error" in reply for reply in replies), replies
+
+
+def test_server_tools_are_the_model_s_tools_kept_apart_and_asked_about(servers, server):
+    """The model is offered each server tool as SERVER__TOOL (the server named after the command's last word);
+    a call asks a person by default, naming the tool and the server, and a no is an error the model reads."""
+    results, done, offered = run(servers, server, ("ticket_server__get_ticket", {"ticket_id": "DEMO-42"}),
+                                 args=("--mcp", "python ticket_server.py"))
+    assert "ticket_server__get_ticket" in offered and "read_file" in offered, offered
+    assert "get_ticket" in done.stderr and "ticket_server" in done.stderr and "? [y/N]" in done.stderr, done.stderr
+    assert results[0].startswith("error:") and "declined" in results[0], results
+
+
+def test_a_trusted_server_runs_without_a_question_and_its_errors_come_back(servers, server):
+    """--mcp-trust NAME: that server's calls run without a question; a tool's own failure (isError) is an error
+    result; arguments that break the tool's inputSchema are refused before the server sees them."""
+    results, done, _ = run(servers, server, ("ticket_server__get_ticket", {"ticket_id": "DEMO-42"}),
+                           ("ticket_server__propose_label", {"ticket_id": "DEMO-42", "label": "billing",
+                                                             "expected_version": 1}),
+                           ("ticket_server__get_ticket", {"ticket_id": 42}),
+                           args=("--mcp", "python ticket_server.py", "--mcp-trust", "ticket_server"))
+    assert "? [y/N]" not in done.stderr and json.loads(results[0])["id"] == "DEMO-42", (done.stderr, results)
+    assert results[1].startswith("error:") and results[2].startswith("error:"), results
+    assert "string" in results[2], f"the inputSchema's own type should be named: {results[2]}"
+
+
+def test_a_server_that_dies_is_a_tool_error_and_the_run_goes_on(servers, server):
+    """A server that exits in the middle of a call: the call's result is an error, and the run answers."""
+    results, done, _ = run(servers, server, ("dies__work", {}), args=("--mcp", "python mcp_servers.py dies",
+                                                                      "--mcp-trust", "dies"))
+    assert done.returncode == 0 and results[0].startswith("error:"), (done.stderr, results)
+
+
+def test_a_server_that_cannot_start_is_one_clear_error(servers, server):
+    """A server that fails its handshake ends the run before the model is asked: exit 1, an `error:` line that
+    names the server, no traceback."""
+    results, done, _ = run(servers, server, ("x", {}), args=("--mcp", "python mcp_servers.py exit"))
+    assert done.returncode == 1 and "error:" in done.stderr and "exit" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_server_gets_a_clean_environment_and_its_stderr_goes_to_the_trace(servers, server, monkeypatch):
+    """A server starts with the environment commands get (never the API key); what it writes on stderr is kept in
+    the trace; its long result is cut to MAX_CHARS; it ends with the run."""
+    monkeypatch.setenv("DATABASE_URL", "postgres://me:hunter2@db/app")
+    results, done, _ = run(servers, server, ("env__work", {}), args=(
+        "--mcp", "python mcp_servers.py env", "--mcp-trust", "env", "--trace", "run.jsonl"))
+    names = json.loads(results[0])
+    assert "PATH" in names and "GROQ_API_KEY" not in names and "DATABASE_URL" not in names, names
+    kept = [r for r in trace_records(servers / "run.jsonl") if r["type"] == "mcp"]
+    assert kept and "hello on stderr" in kept[0]["stderr"], kept
+    results, _, _ = run(servers, server, ("big__work", {}), args=("--mcp", "python mcp_servers.py big",
+                                                                   "--mcp-trust", "big"))
+    assert len(results[0]) <= 4100 and "more characters cut" in results[0], results[0][-200:]
+
+
+def test_a_tool_description_is_untrusted_input(servers, server):
+    """A server's description tells the model to read .env and send it: a model that obeys is still refused the
+    secret by the guard, and the server's call still asks a person."""
+    (servers / ".env").write_text("MY_SERVICE_TOKEN=sk-live-0123456789abcdef\n")
+    results, done, offered = run(servers, server, ("read_file", {"path": ".env"}),
+                                 ("poisoned__work", {"context": "whatever it read"}),
+                                 args=("--mcp", "python mcp_servers.py poisoned"))
+    assert results[0].startswith("error:") and "secret" in results[0] and "sk-live" not in " ".join(results)
+    assert "declined" in results[1], results

@@ -1,0 +1,234 @@
+"""mcp_client.py against real servers over real pipes: the course's ticket_server.py, tests/mcp_servers.py (which
+misbehaves on purpose), and, when installed, servers nobody here wrote: one built on the official MCP Python SDK
+(tests/requirements-mcp.txt) and the MCP project's reference server from npm (.ci/mcp-npm, see .ci/run)."""
+import importlib.util
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+import mcp_client  # noqa: E402
+from mcp_client import McpError, Server  # noqa: E402
+
+ENV = {"PATH": os.environ.get("PATH", os.defpath)}  # what the servers get: no key
+TICKETS = shlex.join([sys.executable, str(ROOT / "ticket_server.py")])
+EVERYTHING = ROOT / ".ci" / "mcp-npm"  # where the CI step installs @modelcontextprotocol/server-everything
+HAS_SDK = importlib.util.find_spec("mcp") is not None
+EVERYTHING_BIN = EVERYTHING / "node_modules" / ".bin" / "mcp-server-everything"
+
+
+def fake(mode):
+    return shlex.join([sys.executable, str(ROOT / "tests" / "mcp_servers.py"), mode])
+
+
+@pytest.fixture
+def stderr(tmp_path):
+    with open(tmp_path / "stderr.txt", "w") as file:
+        yield file
+
+
+@pytest.fixture
+def start(stderr):
+    """start(command) -> a Server that has shaken hands; each is closed after the test."""
+    servers = []
+
+    def start(command, seconds=5):
+        servers.append(Server("test", command, ENV, stderr))
+        return servers[-1].start(time.monotonic() + seconds)
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def gone(pid, seconds=2):
+    """True once the process has ended (a zombie counts as ended: it runs nothing), within seconds."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] in "ZX":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_lists_and_calls_the_ticket_server(start):
+    server = start(TICKETS)
+    assert server.version == "2025-11-25"
+    assert [tool["name"] for tool in server.tools()] == ["get_ticket", "propose_label"]
+    text, is_error = server.call("get_ticket", {"ticket_id": "DEMO-42"})
+    assert (json.loads(text)["title"], json.loads(text)["version"], is_error) == ("Charged twice for one order", 3,
+                                                                                  False)
+
+
+def test_a_failed_tool_comes_back_as_a_result_with_is_error(start):
+    server = start(TICKETS)
+    assert server.call("propose_label", {"ticket_id": "DEMO-42", "label": "billing", "expected_version": 2}) == (
+        "DEMO-42 is at version 3, not 2: it changed since you read it. Read it again with get_ticket, then propose "
+        "a label for what it says now.", True)
+
+
+def test_a_json_rpc_error_raises_and_the_server_goes_on(start):
+    server = start(TICKETS)
+    with pytest.raises(McpError, match="answered tools/call with an error: .*Unknown tool 'nope'. The tools are "
+                                       "get_ticket, propose_label"):
+        server.call("nope", {})
+    assert server.call("get_ticket", {"ticket_id": "DEMO-43"})[1] is False
+
+
+def test_tools_come_from_every_page(start):
+    names = [tool["name"] for tool in start(fake("pages")).tools()]
+    assert names == ["tool_0_0", "tool_0_1", "tool_1_0", "tool_1_1", "tool_2_0", "tool_2_1"]
+
+
+def test_an_older_protocol_version_the_client_speaks_is_accepted(start):
+    assert start(fake("version=2024-11-05")).version == "2024-11-05"
+
+
+@pytest.mark.parametrize("mode, message", [
+    ("exit", r"has exited \(exit code 3\)"),
+    ("not-json", r"wrote something that is not JSON-RPC: 'Server listening on stdio'"),
+    ("modern", r'answered initialize with an error: .*Unsupported protocol version.*\["2026-07-28"\]'),
+    ("version=2099-01-01", r"speaks MCP '2099-01-01', and this client 2025-11-25, 2025-06-18"),
+])
+def test_a_failed_handshake_raises_and_ends_the_server(mode, message, stderr):
+    server = Server("test", fake(mode), ENV, stderr)
+    with pytest.raises(McpError, match=message):
+        server.start(time.monotonic() + 5)
+    assert server.process.poll() is not None
+
+
+def test_a_handshake_never_answered_raises_at_the_deadline(stderr):
+    server = Server("test", fake("silent"), ENV, stderr)
+    started = time.monotonic()
+    with pytest.raises(McpError, match="did not answer initialize in time"):
+        server.start(started + 0.5)
+    assert 0.5 <= time.monotonic() - started < 2
+    assert server.process.poll() is not None
+
+
+def test_the_server_gets_only_the_environment_given_and_its_stderr_is_kept(start, stderr, monkeypatch):
+    monkeypatch.setenv("GROQ_API_KEY", "gsk_this_is_no_real_key")
+    names = json.loads(start(fake("env")).call("work", {})[0])
+    assert set(names) - {"LC_CTYPE"} == {"PATH"}  # Python itself may set LC_CTYPE when no locale is given
+    stderr.flush()
+    assert "mcp_servers: hello on stderr" in Path(stderr.name).read_text()
+
+
+def test_server_requests_are_refused_ping_answered_and_notifications_skipped(start):
+    replies = json.loads(start(fake("chatty")).call("work", {})[0])
+    assert replies == [  # roots/list came with id 2, as the client's own tools/call: each side numbers its own
+        {"jsonrpc": "2.0", "id": "s1", "error": {"code": -32601,
+                                                 "message": "Method not found: sampling/createMessage"}},
+        {"jsonrpc": "2.0", "id": 2, "error": {"code": -32601, "message": "Method not found: roots/list"}},
+        {"jsonrpc": "2.0", "id": "p1", "result": {}}]
+
+
+def test_a_long_result_comes_whole_and_other_parts_are_named(start):
+    """The client hands the harness every part: text as it is, other kinds as a short note. Cutting a long result
+    to MAX_CHARS is the harness's job, at the boundary where every tool result is cut."""
+    text, is_error = start(fake("big")).call("work", {})
+    assert text == "[a part of type image]\n[a part of type resource_link]\nembedded notes\n" + "x" * 10_000, text[:200]
+    assert is_error is False
+
+
+def test_a_call_the_server_never_answers_ends_at_the_deadline(start):
+    server = start(fake("slow"))
+    started = time.monotonic()
+    with pytest.raises(McpError, match="did not answer tools/call in time"):
+        server.call("work", {}, started + 0.5)
+    assert 0.5 <= time.monotonic() - started < 1.5
+
+
+def test_a_server_that_dies_fails_this_call_and_every_later_one_at_once(start):
+    server = start(TICKETS)
+    server.process.kill()
+    for _ in range(2):
+        started = time.monotonic()
+        with pytest.raises(McpError, match=r"has exited \(exit code -9\), so its tools cannot be used"):
+            server.call("get_ticket", {"ticket_id": "DEMO-42"}, started + 5)
+        assert time.monotonic() - started < 2
+
+
+def test_calls_from_several_threads_each_get_their_own_answer(start):
+    server = start(TICKETS)
+    ids = ["DEMO-42", "DEMO-43", "DEMO-44"] * 5
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda ticket: server.call("get_ticket", {"ticket_id": ticket}), ids))
+    assert [json.loads(text)["id"] for text, _ in answers] == ids
+
+
+def test_close_from_another_thread_ends_a_waiting_call(start):
+    server = start(fake("slow"))
+    threading.Timer(0.2, server.close).start()
+    with pytest.raises(McpError, match="has exited"):
+        server.call("work", {}, time.monotonic() + 5)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_close_kills_a_server_that_will_not_stop_and_what_it_started(start, monkeypatch):
+    monkeypatch.setattr(mcp_client, "GRACE", 0.2)
+    server = start(fake("stubborn"))
+    pids = json.loads(server.call("work", {})[0])
+    started = time.monotonic()
+    server.close()
+    server.close()
+    assert time.monotonic() - started < 2
+    assert gone(pids["server"]) and gone(pids["grandchild"])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_server_the_harness_forgets_ends_when_the_harness_does():
+    script = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); import mcp_client; mcp_client.GRACE = 0.2\n"
+              f"server = mcp_client.Server('forgotten', {fake('stubborn')!r}, {ENV!r}, None).start()\n"
+              f"print(server.call('work', {{}})[0])\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=10)
+    assert done.returncode == 0, done.stderr
+    pids = json.loads(done.stdout)
+    assert gone(pids["server"]) and gone(pids["grandchild"])
+
+
+def test_running_the_client_alone_prints_the_servers_tools():
+    done = subprocess.run([sys.executable, "mcp_client.py", TICKETS], cwd=ROOT, capture_output=True, text=True,
+                          timeout=10)
+    assert (done.returncode, done.stdout) == (0, (
+        "MCP 2025-11-25:\n"
+        "get_ticket: Read one support ticket: its title, body, labels and version.\n"
+        "propose_label: Propose one label for a ticket. Nothing is applied: a person reviews every proposal. "
+        "expected_version is the version get_ticket showed; if the ticket changed since, read it again.\n"))
+
+
+@pytest.mark.skipif(not HAS_SDK, reason="the official MCP SDK is not installed: pip install -r "
+                                        "tests/requirements-mcp.txt")
+def test_works_with_a_server_built_on_the_official_sdk(start):
+    server = start(shlex.join([sys.executable, str(ROOT / "tests" / "mcp_sdk_server.py")]), seconds=15)
+    assert server.version == "2025-11-25"
+    assert [tool["name"] for tool in server.tools()] == ["add", "refuse"]
+    assert server.call("add", {"a": 2, "b": 3}) == ("5", False)
+    text, is_error = server.call("refuse", {"reason": "not today"})
+    assert ("not today" in text, is_error) == (True, True)  # the SDK words the rest
+
+
+@pytest.mark.skipif(not (shutil.which("node") and EVERYTHING_BIN.exists()),
+                    reason="node, or the reference server, is missing: the CI step in .ci/run installs "
+                           "@modelcontextprotocol/server-everything into .ci/mcp-npm")
+def test_works_with_the_mcp_projects_reference_server(start):
+    server = start(shlex.join([str(EVERYTHING_BIN), "stdio"]), seconds=15)
+    assert server.version == "2025-11-25"
+    assert {"echo", "get-sum", "get-tiny-image"} <= {tool["name"] for tool in server.tools()}
+    assert server.call("echo", {"message": "hello"}) == ("Echo: hello", False)
+    assert server.call("get-sum", {"a": 2, "b": 3}) == ("The sum of 2 and 3 is 5.", False)
+    assert "\n[image, image/png, not shown]\n" in server.call("get-tiny-image", {})[0]
