@@ -1,9 +1,10 @@
 r"""The offline demo model: a tiny rule-based "model" behind a real Chat Completions endpoint.
 
-It speaks the Groq/OpenAI wire format (JSON, and SSE when "stream" is true), rejects what Groq or
-OpenAI would reject, and answers simple file tasks with tool calls. Tests script its replies.
+It speaks the Groq/OpenAI wire format (JSON, and SSE when "stream" is true), rejects what Groq rejects
+for the model asked for, answers simple file tasks with tool calls, and calls a client's own tools when
+the task names them. Tests script its replies.
 
-Run it:  python demo_model.py [--port 8000] [--key KEY] [--script replies.json]
+Run it:  python demo_model.py [--port 8000] [--key KEY] [--script replies.json] [--model NAME ...]
 Try it:  curl -s localhost:8000/v1/chat/completions -H 'Content-Type: application/json' \
            -d '{"model": "demo", "messages": [{"role": "user", "content": "hi"}]}'
 """
@@ -20,9 +21,18 @@ from collections import deque
 from http.client import responses as STATUS_TEXT
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import unquote
 
 DEFAULT_PORT = 8000
-MODEL = "demo"                  # always served; start(models=[...]) adds more names
+MODEL = "demo"                  # the demo's own name: always served, and it reasons like openai/gpt-oss-120b
+# What the demo serves when start() names no models (GET /v1/models lists them; any other name gets Groq's 404):
+# itself, Groq's chat models (console.groq.com/docs/models) and backend.py's defaults for OpenAI and Ollama.
+MODELS = (MODEL, "openai/gpt-oss-120b", "openai/gpt-oss-20b", "openai/gpt-oss-safeguard-20b", "qwen/qwen3-32b",
+          "llama-3.3-70b-versatile", "llama-3.1-8b-instant", "meta-llama/llama-4-scout-17b-16e-instruct",
+          "moonshotai/kimi-k2-instruct", "moonshotai/kimi-k2-instruct-0905", "gpt-5-mini", "qwen3")
+# Models that reason: they send `reasoning`, and take it back on assistant messages. Groq's reasoning models are
+# gpt-oss and qwen3 (console.groq.com/docs/reasoning, "Supported models"); the demo is one too.
+REASONING_MODELS = re.compile(rf"^{MODEL}$|gpt-oss|qwen3")
 FINGERPRINT = "fp_demo"
 POLL_SECONDS = 0.01             # stop() waits up to this long: short, so each test stops its server fast
 WORDS_PER_PIECE = 4             # a streamed answer arrives a few words at a time
@@ -40,9 +50,23 @@ MAX_LINE = 65536                # longest chunk-size line read from a chunked re
 KEEP_REQUESTS = 100             # server.requests keeps the last this many when run from the command line
 MAX_DEPTH = 8                   # nesting followed when filling a JSON schema (schemas can refer to themselves)
 KNOWN_TOOLS = ("run_shell", "list_dir", "read_file", "write_file")  # the harness's tools
+# The harness's compaction (phase 12): it asks "Sum up the work so far..." as the last user message, and puts the
+# answer back as a user message that starts with SUMMARY_MARK. The demo answers such a request with summary(), even
+# in scripted mode, and reads the calls a summary lists as calls made.
+SUMMARY_ASK = "Sum up the work so far"
+SUMMARY_MARK = "[The earlier work, summed up]"
+SUMMARY_LINE = re.compile(r"^- (\S+) (\{.*?\}): (.*)$", re.M)
+CLEARED_FIRST_LINE = re.compile(r"the first line of which was '(.*)'; call it again")
+SUMMARY_CHARS = 160  # of a result's first line, kept in a summary
 GROQ_DOCS = "https://console.groq.com/docs/"
 OPENAI_REFERENCE = "https://platform.openai.com/docs/api-reference."
 KEEP_ALIVE = ": keep-alive\n\n"  # an SSE comment line: clients skip it
+# Prompt caching as OpenAI documents it (developers.openai.com/api/docs/guides/prompt-caching): "Cache hits are only
+# possible for exact prefix matches", for "prompts that are 1024 tokens or longer". The 128-token steps are from the
+# guide's first (2024) version, not in the copy read here. Same model only.
+CACHE_MIN_TOKENS = 1024
+CACHE_BLOCK_TOKENS = 128
+CACHE_PROMPTS = 256             # earlier prompts remembered, per server: memory stays bounded
 
 # Request fields Groq accepts (groq SDK 1.7.0); anything else is a 400 that names it.
 TOP_LEVEL_KEYS = (
@@ -64,17 +88,27 @@ ALLOWED = {
 RANGES = {"temperature": (0, 2), "top_p": (0, 1), "frequency_penalty": (-2, 2), "presence_penalty": (-2, 2)}
 COUNTS = ("max_tokens", "max_completion_tokens")  # positive integers
 TOOL_CHOICES = ("none", "auto", "required")
-# Keys each role may carry. Note what is missing: reasoning, name, index...
+# Keys each role may carry: the fields of groq 1.7.0's types/chat/chat_completion_{system,user,assistant,tool,
+# function}_message_param.py (developer shares the system type). `name` is there on every role but tool, so Groq's
+# validator suggests it ("property 'status' is unsupported, did you mean 'name'?" [run-llama/llama_index#14701]),
+# though console.groq.com/docs/openai still lists messages[].name as a 400. Not there: the SDK's model_dump()
+# extras refusal, annotations and audio, which Groq refuses even when null ("property 'refusal' is unsupported",
+# quoted in several codebases), and reasoning_content on every model [agentjido/req_llm#772].
 MESSAGE_KEYS = {
-    "system": {"role", "content"},
-    "developer": {"role", "content"},
-    "user": {"role", "content"},
-    "assistant": {"role", "content", "tool_calls"},
+    "system": {"role", "content", "name"},
+    "developer": {"role", "content", "name"},
+    "user": {"role", "content", "name"},
+    "assistant": {"role", "content", "name", "function_call", "tool_calls"},
     "tool": {"role", "tool_call_id", "content"},
+    "function": {"role", "content", "name"},
 }
-PART_TYPES = {"user": ["text", "image_url", "document"], "assistant": ["text"]}  # content arrays Groq takes
-# The SDK's message.model_dump() adds these as null/[]; tolerated only while they are empty.
-SDK_EMPTY_FIELDS = ("refusal", "annotations", "audio", "function_call")
+# ...and `reasoning` on an assistant message, for a reasoning model only: the assistant type's docstring says it
+# "is supported on models that support reasoning"; kimi-k2 answers "property 'reasoning' is unsupported"
+# [musistudio/llms#64].
+REASONING_KEY = "reasoning"
+# Content arrays each role takes, by part type (the same type files; system arrays hold text parts only).
+PART_TYPES = {"system": ["text"], "developer": ["text"], "user": ["text", "image_url", "document"],
+              "assistant": ["text"], "tool": ["text", "image_url", "document"]}
 ROLES_TEXT = "'system', 'assistant', 'user', 'function', 'tool', and 'developer'"
 ROUTE = re.compile(r"(?:/openai)?/v1/(chat/completions|models)(?:/(.+))?")
 
@@ -84,6 +118,12 @@ PATH_NAMES = re.compile(r"path|file|name", re.IGNORECASE)     # properties that 
 COUNT_NAMES = re.compile(r"count|number|total", re.IGNORECASE)  # integer properties that want a count
 FINAL_TOOLS = re.compile(r"final|submit|answer", re.IGNORECASE)  # tools that take the final answer
 NOT_FILE_NAMES = {"e.g", "i.e"}
+ID_WORDS = re.compile(r"\b[A-Za-z][A-Za-z0-9]*-\d+\b|\b\d+\b")  # ids as tasks write them: DEMO-42, #1234
+PROPER_NOUN = re.compile(r"(?<=\s)[A-Z][a-z]+\b")  # a capitalised word past the first: "Use get_weather for Paris"
+# Tools that only look, named by their first word: safe to call first for a value a tool needs ("get_ticket").
+READ_VERBS = ("get", "read", "fetch", "show", "describe", "view", "lookup")
+MCP_SEPARATOR = "__"            # a tool offered from an MCP server is named <server>__<tool>
+ARTICLES = {"a", "an", "the", "this", "that", "my", "your", "its", "their", "new"}
 STOPWORDS = set(
     "list files file here then read tell which what that this with from show please about does there "
     "directory folder contents give could would should into them they have some each line lines "
@@ -272,7 +312,9 @@ def check_reasoning(body):
         return None
     if body.get("include_reasoning") is not None:
         return error(400, "cannot specify both `include_reasoning` and `reasoning_format`")
-    if form == "raw" and "gpt-oss" in body["model"]:  # gpt-oss keeps its reasoning out of the content
+    # a model that does not reason has no reasoning to format [0xPlaygrounds/rig#1134]; gpt-oss keeps its
+    # reasoning out of the content, so not raw
+    if not reasons(body["model"]) or (form == "raw" and "gpt-oss" in body["model"]):
         return error(400, "`reasoning_format` is not supported with this model", param="reasoning_format")
     json_mode = (body.get("response_format") or {}).get("type") in ("json_object", "json_schema")
     if form == "raw" and (body.get("tools") or json_mode):
@@ -339,8 +381,10 @@ def check_content(where, role, msg):
         return check_parts(at, content, PART_TYPES[role])
     if role == "user":
         return f"('{at}' : value must be a string or an array of content parts)"
-    if role == "assistant" and content is None and msg.get("tool_calls"):
-        return None
+    if content is None and "content" in msg and role == "function":
+        return None  # Required[Optional[str]] in the function message type
+    if role == "assistant" and content is None and (msg.get("tool_calls") or msg.get("function_call")):
+        return None  # the type: "Required unless `tool_calls` or `function_call` is specified"
     return f"('{at}' : value must be a string)"
 
 
@@ -351,6 +395,16 @@ def check_fields(where, role, msg):
             return f"('{where}.tool_call_id' : property 'tool_call_id' is missing)"
         if not isinstance(msg["tool_call_id"], str):
             return f"('{where}.tool_call_id' : value must be a string)"
+    if role == "function" and "name" not in msg:
+        return f"('{where}.name' : property 'name' is missing)"
+    if "name" in msg and not isinstance(msg["name"], str):
+        return f"('{where}.name' : value must be a string)"
+    if msg.get(REASONING_KEY) is not None and not isinstance(msg[REASONING_KEY], str):
+        return f"('{where}.reasoning' : value must be a string)"  # Optional[str]
+    call = msg.get("function_call", {})
+    if not isinstance(call, dict) or any(k not in ("name", "arguments") or not isinstance(v, str)
+                                         for k, v in call.items()):
+        return f"('{where}.function_call' : value must be an object)"  # null too: the type is not Optional
     if role == "assistant" and msg.get("tool_calls") is not None:
         problem = check_tool_calls(where, msg["tool_calls"])
         if problem:
@@ -358,15 +412,19 @@ def check_fields(where, role, msg):
     return check_content(where, role, msg)
 
 
-def check_message(i, msg):
+def reasons(model):
+    """Whether a model reasons (sends `reasoning` and takes it back). Example: "openai/gpt-oss-20b" -> True"""
+    return bool(REASONING_MODELS.search(model))
+
+
+def check_message(i, msg, reasoning=False):
+    """The first problem with messages[i] as Groq words it, or None; reasoning: the model takes `reasoning` back."""
     where = f"messages.{i}"
     if not isinstance(msg, dict):
         return error(400, f"'{where}' : value must be an object")
     role = msg.get("role")
     if role is None:
         return error(400, f"'{where}' : property 'role' is missing")
-    if role == "function":
-        return error(400, f"'{where}' : role 'function' is the old form of 'tool': send a 'tool' message")
     if role not in MESSAGE_KEYS:
         return error(400, f"Invalid value: '{role}'. Supported values are: {ROLES_TEXT}.",
                      param=f"messages.[{i}].role", code="invalid_value")
@@ -375,10 +433,9 @@ def check_message(i, msg):
         return error(400, f"Invalid 'messages[{i}].tool_calls': empty array. Expected an array with "
                           "minimum length 1, but got an empty array instead.",
                      param=f"messages[{i}].tool_calls", code="empty_array")
-    unsupported = [k for k in msg if k not in MESSAGE_KEYS[role]
-                   and not (k in SDK_EMPTY_FIELDS and not msg[k])]
+    keys = MESSAGE_KEYS[role] | ({REASONING_KEY} if reasoning and role == "assistant" else set())
     # Groq lists every unsupported key of the message; past those, the first problem is enough.
-    problems = [f"('{where}' : property '{k}' is unsupported)" for k in unsupported]
+    problems = [f"('{where}' : property '{k}' is unsupported)" for k in msg if k not in keys]
     if not problems:
         problem = check_fields(where, role, msg)
         problems = [problem] if problem else []
@@ -434,7 +491,7 @@ def validate(body, groq=False):
         if problem:
             return problem
     for i, msg in enumerate(body["messages"]):
-        problem = check_message(i, msg)
+        problem = check_message(i, msg, reasons(body["model"]))
         if problem:
             return problem
     return check_pairing(body["messages"])
@@ -473,9 +530,9 @@ def has_value(schema, name, facts):
 
 def fill(schema, name, facts, root=None, depth=0):
     """A value for `schema` (the value of property `name`), taken from what the conversation has (facts):
-    the first of `examples`, else `default`, else a file the task names for a path-like string, else the
-    first `enum` value, else a value of the type. Example: {"properties": {"path": {"type": "string"}},
-    "required": ["path"]}, facts with files ["a.txt"] -> {"path": "a.txt"}"""
+    the first of `examples`, else `default`, else a file the task names for a path-like string, else the `enum`
+    value the task or a result gives (else the first), else a value of the type. Example: {"properties": {"path":
+    {"type": "string"}}, "required": ["path"]}, facts with files ["a.txt"] -> {"path": "a.txt"}"""
     root = schema if root is None else root
     schema = resolve(schema, root)
     if schema.get("examples"):
@@ -490,8 +547,8 @@ def fill(schema, name, facts, root=None, depth=0):
     kind = schema_type(schema)
     if kind == "string" and PATH_NAMES.search(name) and facts["files"]:
         return facts["files"][0]
-    if schema.get("enum"):
-        return schema["enum"][0]
+    if schema.get("enum"):  # the value the task or a result gives, if it is allowed
+        return next((value for value in [fact(name, kind, facts)] if value in schema["enum"]), schema["enum"][0])
     return FILL.get(kind, fill_string)(schema, name, facts, root, depth)
 
 
@@ -516,16 +573,22 @@ def fill_array(schema, name, facts, root, depth):
 
 
 def fill_string(schema, name, facts, root, depth):
-    """A result line that names this property, else the answer, else quoted text from the task."""
+    """A result line that names this property, else the answer, else a fact the task or a result gives for it,
+    else quoted text from the task, else a capitalised word of it ("Paris")."""
     words = [w for w in re.split(r"[\W_]+", name.lower()) if len(w) > 2]
     line = next((line for line in facts["lines"] if any(w in line.lower() for w in words)), None)
-    text = line or facts["answer"] or facts["quoted"] or "example"
+    noun = PROPER_NOUN.search(prose(facts["task"]))
+    text = (line or facts["answer"] or fact(name, "string", facts) or facts["quoted"] or (noun and noun.group())
+            or "example")
     return text[:schema["maxLength"]] if "maxLength" in schema else text
 
 
 def fill_number(schema, name, facts, root, depth):
-    """A count from the results for a property named like one, else 0; kept within minimum and maximum."""
-    value = facts["count"] if COUNT_NAMES.search(name) and facts["count"] is not None else 0
+    """A fact the task or a result gives for this property, else a count from the results for a property named
+    like one, else 0; kept within minimum and maximum."""
+    value = fact(name, schema_type(schema), facts)
+    if value is None:
+        value = facts["count"] if COUNT_NAMES.search(name) and facts["count"] is not None else 0
     low, high = schema.get("minimum", value), schema.get("maximum", value)
     return min(max(value, low), max(high, low))
 
@@ -661,15 +724,103 @@ def mention(task, name):
     return found.start() if found else None
 
 
+def asked_for(task, name):
+    """Where the task asks for a tool: by its name, by its name less an MCP server's prefix, or by every word of
+    that name somewhere in it. Example: "Propose the billing label", "tickets__propose_label" -> 0"""
+    own = name.split(MCP_SEPARATOR)[-1]
+    for said in (name, own):
+        if mention(task, said) is not None:
+            return mention(task, said)
+    found = [mention(task, word) for word in re.split(r"[_-]+", own) if word]
+    return min(found) if found and None not in found else None
+
+
+def task_fact(name, kind, task):
+    """A value the task gives for property `name`: the word before the name ("the billing label"), or for an id an
+    id-like word. Example: "ticket_id", "string", "Propose the billing label for DEMO-42" -> "DEMO-42" """
+    words = [w for w in re.split(r"[\W_]+", name.lower()) if w]
+    if kind != "string" or not words:
+        return None
+    before = re.search(r"([\w-]+)\s+" + r"[\s_-]*".join(map(re.escape, words)) + r"\b", task, re.IGNORECASE)
+    if before and before.group(1).lower() not in ARTICLES:
+        return before.group(1)
+    found = ID_WORDS.search(task) if words[-1] == "id" else None
+    return found.group() if found else None
+
+
+def result_fact(name, kind, records):
+    """The field of the latest result object named like property `name` (or like its last word), as (field, value),
+    or None. Example: "expected_version", "integer", [{"id": "DEMO-42", "version": 3}] -> ("version", 3)"""
+    for record in records:
+        for key in dict.fromkeys((name, re.split(r"[\W_]+", name)[-1])):
+            if key in record and is_type(record[key], kind):
+                return key, record[key]
+    return None
+
+
+def fact(name, kind, facts):
+    """A value the task gives for property `name`, else one a result gives, else None."""
+    value = task_fact(name, kind, facts["task"])
+    found = result_fact(name, kind, facts["records"]) if value is None else None
+    return found[1] if found else value
+
+
+def required_kinds(parameters):
+    """The required properties of a parameters schema with their JSON types. Example: -> {"ticket_id": "string"}"""
+    properties, required = parameters.get("properties") or {}, parameters.get("required") or []
+    return {key: schema_type(resolve(properties.get(key) or {}, parameters)) for key in required}
+
+
+def reader_for(name, tools, facts):
+    """A tool that reads what tool `name` needs: one of the same MCP server that only looks (READ_VERBS) and whose
+    required arguments the facts already give. Example: "s__propose_label" -> "s__get_ticket" """
+    server = name.split(MCP_SEPARATOR)[0] if MCP_SEPARATOR in name else None
+    for other, parameters in tools.items():
+        same = (other.split(MCP_SEPARATOR)[0] if MCP_SEPARATOR in other else None) == server
+        verb = re.split(r"[_-]+", other.split(MCP_SEPARATOR)[-1])[0].lower()
+        known = all(fact(key, kind, facts) is not None for key, kind in required_kinds(parameters).items())
+        if other != name and other not in KNOWN_TOOLS and same and verb in READ_VERBS and known:
+            return other
+    return None
+
+
+def stale(result, parameters, facts):
+    """Whether a tool's error names an argument that came from a result (say a version read earlier): then
+    reading again may fix it. Example: "error: stale version 3, the ticket is at 4" with expected_version -> True"""
+    keys = [result_fact(key, kind, facts["records"]) for key, kind in required_kinds(parameters).items()
+            if task_fact(key, kind, facts["task"]) is None]
+    return is_error(result) and any(found and found[0] in result.lower() for found in keys)
+
+
+def own_tool_step(task, name, tools, done):
+    """The next call the task's tool `name` needs, or None once it has answered: a reader first when a required
+    argument is known from nothing yet, then the tool; after an error naming a value read earlier, the reader
+    again and the tool once more."""
+    facts, parameters = facts_for(task, done), tools[name]
+    reader = reader_for(name, tools, facts)
+    made = [i for i, (called, _, _) in enumerate(done) if called == name]
+    if not made:
+        needs = any(fact(key, kind, facts) is None for key, kind in required_kinds(parameters).items())
+        if needs and reader and reader not in [called for called, _, _ in done]:
+            return reader, arguments_for(reader, tools[reader], facts)
+    elif len(made) == 1 and reader and stale(done[made[0]][2], parameters, facts_for(task, done[:made[0]])):
+        if reader not in [called for called, _, _ in done[made[0]:]]:
+            return reader, arguments_for(reader, tools[reader], facts)
+    else:
+        return None
+    answer = final_answer(task, done, []) if done and FINAL_TOOLS.search(name) else None
+    return name, arguments_for(name, parameters, facts_for(task, done, answer))
+
+
 def own_tool_steps(task, tools, done):
-    """Calls to the tools a learner added (any not in KNOWN_TOOLS) that the task names and that were not called
-    yet, as (position, name, arguments); a tool that takes the final answer gets the answer so far."""
-    steps, called = [], {name for name, _, _ in done}  # once: arguments filled from new results would differ
-    for name, parameters in tools.items():
-        where = mention(task, name) if name not in KNOWN_TOOLS and name not in called else None
-        if where is not None:
-            answer = final_answer(task, done, []) if done and FINAL_TOOLS.search(name) else None
-            steps.append((where, name, arguments_for(name, parameters, facts_for(task, done, answer))))
+    """The next calls to the tools a learner or an MCP server added (any not in KNOWN_TOOLS) that the task asks
+    for, as (position, name, arguments); a tool that takes the final answer gets the answer so far."""
+    steps = []
+    for name in tools:
+        where = asked_for(task, name) if name not in KNOWN_TOOLS else None
+        step = own_tool_step(task, name, tools, done) if where is not None else None
+        if step:
+            steps.append((where, *step))
     return steps
 
 
@@ -724,7 +875,7 @@ def next_calls(steps, done, sequential):
         for made_name, made_args, result in done:
             if (made_name, made_args) == (name, args) and "Call it as {" in result:
                 args = corrected(made_args, result)  # read the error, fix the call
-        if (name, args) not in made:
+        if (name, args) not in made or name not in KNOWN_TOOLS:  # own_tool_steps asks only for calls still due
             pending.append((name, args))
     if not sequential:
         return pending, []
@@ -813,20 +964,30 @@ def keywords_of(task):
     return list(dict.fromkeys(w for w in words if w not in STOPWORDS and w not in in_names))
 
 
+def reported(task, done):
+    """The calls an answer reports: all, less the readers called for a tool the task asked for (a means, not
+    what was asked) once such a tool has answered."""
+    asked = {name for name, _, _ in done if name not in KNOWN_TOOLS and asked_for(task, name) is not None}
+    return [(name, args, result) for name, args, result in done
+            if not asked or name in KNOWN_TOOLS or name in asked]
+
+
 def final_answer(task, done, skipped):
     keywords = keywords_of(task)
     paragraphs = [DESCRIBE[name](args, result, keywords) if name in DESCRIBE
-                  else f"{name} returned: {result.strip()[:300]}" for name, args, result in done]
+                  else f"{name} returned: {result.strip()[:300]}" for name, args, result in reported(task, done)]
     paragraphs += [f"There is no {path} in the listing, so I did not read it." for path in skipped]
     return "\n\n".join(paragraphs)
 
 
-def why(calls, skipped):
+def why(calls, skipped, task=""):
     """The short `reasoning` a gpt-oss model would send with its calls."""
     said = "".join(f"{path} is not in the listing, so I skip reading it. " for path in skipped)
     if len(calls) > 1:
         return said + f"The task asks for {len(calls)} independent things, so I make all the calls at once."
     name, args = calls[0]
+    if name not in KNOWN_TOOLS and asked_for(task, name) is None:
+        return said + f"The tool the task asks for needs a value I have not seen yet, so I call {name} first."
     asks = {"list_dir": "asks for the files here", "read_file": f"names the file {args.get('path')}",
             "run_shell": f"gives the command `{args.get('command')}`",
             "write_file": f"asks me to write {args.get('path')}"}.get(name, f"names the tool {name}")
@@ -855,14 +1016,15 @@ def count_of(done, listed):
 
 
 def facts_for(task, done, answer=None):
-    """What fill() takes values from: the task's files and quoted text, the last listing, a count and, for
-    an answer, the result lines (a property named like a word in a line gets that line)."""
+    """What fill() takes values from: the task, its files and quoted text, the last listing, a count, the result
+    objects (newest first) and, for an answer, the result lines (a property named like a word in a line gets it)."""
     listed, files = last_listing(done), file_names(prose(task))
     quoted = re.search(r'"([^"]*)"', task)
     lines = [line.strip() for _, _, result in done for line in result.splitlines() if line.strip()]
-    return {"files": files, "quoted": quoted.group(1) if quoted else None, "answer": answer,
+    records = [record for _, _, result in reversed(done) for record in [parse_arguments(result)] if record]
+    return {"task": task, "files": files, "quoted": quoted.group(1) if quoted else None, "answer": answer,
             "names": files if listed is None else listed, "count": count_of(done, listed),
-            "lines": lines if answer is not None else []}
+            "lines": lines if answer is not None else [], "records": records}
 
 
 def arguments_for(name, parameters, facts):
@@ -879,13 +1041,37 @@ def fitting_tool(tools):
 
 
 def situation(body):
-    """The task (the last user message), the calls made so far with their results, and the tools offered
-    (name -> parameters schema)."""
+    """The task (the last user message that is no summary), the calls made so far with their results (those a
+    summary lists included), and the tools offered (name -> parameters schema)."""
     messages = body.get("messages") or []
-    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"
+             and not text_of(m.get("content")).startswith(SUMMARY_MARK)]
     task = text_of(users[-1].get("content")) if users else ""
     tools = {tool["function"]["name"]: tool["function"].get("parameters") or {} for tool in body.get("tools") or []}
-    return task, tool_history(messages), tools
+    return task, summarized(messages) + tool_history(messages), tools
+
+
+def summarized(messages):
+    """The calls an earlier summary lists, as tool_history() gives them: [(name, arguments dict, result), ...]."""
+    done = []
+    for m in messages:
+        if isinstance(m, dict) and m.get("role") == "user" and text_of(m.get("content")).startswith(SUMMARY_MARK):
+            for name, arguments, result in SUMMARY_LINE.findall(text_of(m.get("content"))):
+                done.append((name, parse_arguments(arguments), result))
+    return done
+
+
+def summary(messages):
+    """What a model asked to sum up its work says: the task, and each call made with the first line of what it
+    returned (a cleared result's first line is in its placeholder), so that no fact of a first line is lost."""
+    users = [text_of(m.get("content")) for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    task = next((u for u in users if not u.startswith((SUMMARY_MARK, SUMMARY_ASK))), "")
+    lines = [f"Task: {task}", "Done so far:"]
+    for name, arguments, result in summarized(messages[:-1]) + tool_history(messages):
+        cleared = CLEARED_FIRST_LINE.search(result)
+        first = cleared.group(1) if cleared else (result.strip().splitlines() or [""])[0]
+        lines.append(f"- {name} {json.dumps(arguments)}: {first[:SUMMARY_CHARS]}")
+    return "\n".join(dict.fromkeys(lines))  # a call listed by two summaries is listed once
 
 
 def next_step(body, task, done, tools):
@@ -904,7 +1090,7 @@ def next_step(body, task, done, tools):
                      failed_generation=json.dumps({"name": name, "arguments": args}))
     if calls:
         calls = calls[:1] if body.get("parallel_tool_calls") is False else calls  # the rest on later turns
-        return {"reasoning": why(calls, skipped),
+        return {"reasoning": why(calls, skipped, task),
                 "tool_calls": [{"name": name, "arguments": args} for name, args in calls]}
     if not steps and not done:
         return {"reasoning": "The task asks for nothing my tools can do, so I say what I understand.",
@@ -994,11 +1180,11 @@ def build_message(spec, messages):
 
 def show_reasoning(message, body):
     """The reasoning as the request wants it: a field (parsed, the default), gone (include_reasoning false,
-    hidden), or in the content between <think> tags (raw)."""
+    hidden, or a model that does not reason), or in the content between <think> tags (raw)."""
     if "reasoning" not in message:
         return message
     form = body.get("reasoning_format")
-    if body.get("include_reasoning") is False or form == "hidden":
+    if body.get("include_reasoning") is False or form == "hidden" or not reasons(body["model"]):
         return {key: value for key, value in message.items() if key != "reasoning"}
     if form == "raw":
         shown = {key: value for key, value in message.items() if key != "reasoning"}
@@ -1033,18 +1219,53 @@ def timed(prompt, completion):
             "total_tokens": prompt + completion, "total_time": round(prompt_time + completion_time, 6)}
 
 
-def estimate_usage(body, message, limit=None, cut=False):
-    """About four characters a token: enough for token budgets to work offline. A limit caps the completion."""
-    prompt = len(json.dumps(body["messages"]) + json.dumps(body.get("tools") or [])) // CHARS_PER_TOKEN + 1
+def prompt_text(body):
+    """What the model reads, as the demo counts it: the tools first (as real prompts put them), then the messages."""
+    return json.dumps(body.get("tools") or []) + json.dumps(body["messages"])
+
+
+class PromptCache:
+    """The prompts served lately, each as chained hashes of its 128-token blocks, so that a block's hash stands for
+    the whole prefix up to it: how much of a new prompt an earlier one (same model) began with."""
+
+    def __init__(self, keep=CACHE_PROMPTS):
+        self.keep, self.prompts, self.blocks = keep, deque(), {}  # blocks: prefix hash -> prompts holding it
+        self.lock = threading.Lock()
+
+    def cached_tokens(self, model, text):
+        """The tokens of this prompt an earlier one began with, as OpenAI reports them, then remember this one.
+        Example: the same 5000-character prompt twice -> 0, then 1152 (9 whole blocks of 128 tokens)."""
+        step, chain, digests = CACHE_BLOCK_TOKENS * CHARS_PER_TOKEN, hashlib.blake2b(model.encode()), []
+        for start in range(0, len(text) - step + 1, step):
+            chain.update(text[start:start + step].encode())
+            digests.append(chain.digest()[:8])
+        with self.lock:
+            hit = next((i for i, digest in enumerate(digests) if digest not in self.blocks), len(digests))
+            self.prompts.append(digests)
+            for digest in digests:
+                self.blocks[digest] = self.blocks.get(digest, 0) + 1
+            if len(self.prompts) > self.keep:
+                for digest in self.prompts.popleft():
+                    self.blocks[digest] -= 1
+                    if not self.blocks[digest]:
+                        del self.blocks[digest]
+        tokens = hit * CACHE_BLOCK_TOKENS
+        return tokens if tokens >= CACHE_MIN_TOKENS else 0
+
+
+def estimate_usage(body, message, limit=None, cut=False, cached=0):
+    """About four characters a token: enough for token budgets to work offline. A limit caps the completion;
+    cached is the prompt's cached part, reported in OpenAI's prompt_tokens_details (Groq's SDK reads it too)."""
+    prompt = len(prompt_text(body)) // CHARS_PER_TOKEN + 1
     completion = len(json.dumps(message)) // CHARS_PER_TOKEN + 1
     if limit:
         completion = limit if cut else min(completion, limit)
-    return timed(prompt, completion)
+    return {**timed(prompt, completion), "prompt_tokens_details": {"cached_tokens": cached}}
 
 
-def assemble(spec, body):
+def assemble(spec, body, cached=0):
     """The assistant message for a reply spec as the request shapes it (reasoning shown or not, max tokens),
-    with its finish_reason and usage."""
+    with its finish_reason and usage (cached: the prompt tokens an earlier prompt began with)."""
     message, cut = build_message(spec, body["messages"]), False
     limit = body.get("max_completion_tokens") or body.get("max_tokens")
     if "message" not in spec:
@@ -1054,11 +1275,11 @@ def assemble(spec, body):
     finish = spec.get("finish_reason") or ("length" if cut else "tool_calls" if message.get("tool_calls") else "stop")
     if spec.get("usage") is False:  # a server that counts nothing: the harness must estimate
         return message, finish, None
-    return message, finish, spec.get("usage") or estimate_usage(body, message, limit, cut)
+    return message, finish, spec.get("usage") or estimate_usage(body, message, limit, cut, cached)
 
 
-def completion(spec, body, request_id):
-    message, finish, usage = assemble(spec, body)
+def completion(spec, body, request_id, cached=0):
+    message, finish, usage = assemble(spec, body, cached)
     return {"id": f"chatcmpl-{uuid.uuid4()}", "object": "chat.completion", "created": int(time.time()),
             "model": body["model"],
             "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
@@ -1092,9 +1313,9 @@ def call_deltas(message, split):
     return deltas
 
 
-def stream_events(spec, body, request_id):
+def stream_events(spec, body, request_id, cached=0):
     """The SSE events for a reply, and whether the stream ends normally with [DONE]."""
-    message, finish, usage = assemble(spec, body)
+    message, finish, usage = assemble(spec, body, cached)
     head = {"id": f"chatcmpl-{uuid.uuid4()}", "object": "chat.completion.chunk", "created": int(time.time()),
             "model": body["model"], "system_fingerprint": FINGERPRINT}
 
@@ -1118,10 +1339,10 @@ def stream_events(spec, body, request_id):
     return events, True
 
 
-def scripted_events(spec, body, request_id):
+def scripted_events(spec, body, request_id, cached=0):
     """A stream's events: exactly the scripted "events" if there are any, else the reply's own."""
     if "events" not in spec:
-        return stream_events(spec, body, request_id)
+        return stream_events(spec, body, request_id, cached)
     return [event if isinstance(event, str) else sse(event) for event in spec["events"]], spec.get("done", True)
 
 
@@ -1149,13 +1370,12 @@ def model_object(name):
 
 
 def models_reply(server, name):
-    """GET {prefix}/models (the list) or {prefix}/models/{name} (one model, or Groq's 404)."""
-    names = [MODEL] + [m for m in server.models or [] if m != MODEL]
+    """GET {prefix}/models (every model served) or {prefix}/models/{name} (one of them, or Groq's 404). The name
+    arrives URL-encoded when a client quotes its slash: openai%2Fgpt-oss-120b is openai/gpt-oss-120b."""
     if name is None:
-        return {"status": 200, "body": {"object": "list", "data": [model_object(n) for n in names]}}
-    if server.models is not None and name not in names:
-        return model_not_found(name)
-    return {"status": 200, "body": model_object(name)}  # with no model list, every name is served
+        return {"status": 200, "body": {"object": "list", "data": [model_object(n) for n in server.models]}}
+    name = unquote(name)
+    return {"status": 200, "body": model_object(name)} if name in server.models else model_not_found(name)
 
 
 def chat_reply(server, body, groq):
@@ -1165,8 +1385,11 @@ def chat_reply(server, body, groq):
     model = body.get("model")
     if not isinstance(model, str) or not model:
         return error(400, "property 'model' is missing", param="model")
-    if server.models is not None and model not in [MODEL, *server.models]:
+    if model not in server.models:
         return model_not_found(model)
+    asked = body["messages"][-1] if isinstance(body.get("messages"), list) and body["messages"] else {}
+    if isinstance(asked, dict) and asked.get("role") == "user" and text_of(asked.get("content")).startswith(SUMMARY_ASK):
+        return validate(body, groq) or {"content": summary(body["messages"])}  # scripted or not: the demo sums up
     return validate(body, groq) or server.next_reply() or {"policy": True}
 
 
@@ -1279,10 +1502,12 @@ class Handler(BaseHTTPRequestHandler):
         spec = policy(body) if reply.get("policy") else reply
         if "status" in spec:
             self.send_body(spec["status"], spec.get("body"), spec.get("headers"), spec.get("content_type"))
-        elif body.get("stream"):
-            self.send_stream(spec, body)
+            return
+        cached = self.server.cache.cached_tokens(body["model"], prompt_text(body))  # a prompt read: cached
+        if body.get("stream"):
+            self.send_stream(spec, body, cached)
         else:
-            self.send_body(200, completion(spec, body, self.request_id))
+            self.send_body(200, completion(spec, body, self.request_id, cached))
 
     def send_body(self, status, body, headers=None, kind=None):
         if body is None:
@@ -1305,8 +1530,8 @@ class Handler(BaseHTTPRequestHandler):
         elif self.command != "HEAD":
             self.write(data)
 
-    def send_stream(self, spec, body):
-        events, complete = scripted_events(spec, body, self.request_id)
+    def send_stream(self, spec, body, cached=0):
+        events, complete = scripted_events(spec, body, self.request_id, cached)
         if self.faults.get("cut_after") is not None:
             events, complete = events[:self.faults["cut_after"]], False
         events = [KEEP_ALIVE] * self.faults.get("keepalive", 0) + events
@@ -1350,12 +1575,15 @@ class DemoServer(ThreadingHTTPServer):
 
     def __init__(self, script=None, api_key=None, models=None, host="127.0.0.1", port=0, keep=None):
         super().__init__((host, port), Handler)
-        self.api_key, self.models = api_key, models
+        self.api_key = api_key
+        # the names served: the built-in list, or the demo and the names given
+        self.models = MODELS if models is None else tuple(dict.fromkeys([MODEL, *models]))
         self.port = self.server_address[1]
         self.url = f"http://{host}:{self.port}/v1"
         # keep: how many requests to remember (None: all, as tests want; a long-running server keeps a few)
         self.requests = [] if keep is None else deque(maxlen=keep)
         self.script = deque()
+        self.cache = PromptCache()
         self.lock = threading.Lock()  # handler threads share the queue and the record
         self.stopping = threading.Event()  # set by stop(): ends trickles and held-open replies
         self.thread = None
@@ -1420,7 +1648,8 @@ class DemoServer(ThreadingHTTPServer):
 
 
 def start(script=None, api_key=None, models=None, host="127.0.0.1", port=0):
-    """Start the server on a background daemon thread and return at once."""
+    """Start the server on a background daemon thread and return at once. models: the names it serves besides
+    demo (default: MODELS)."""
     server = DemoServer(script, api_key, models, host, port)
     server.thread = threading.Thread(target=server.serve_forever, args=(POLL_SECONDS,), daemon=True)
     server.thread.start()
@@ -1432,10 +1661,12 @@ def main(argv=None):
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port to listen on (0: any free port)")
     parser.add_argument("--key", help="require this API key (default: accept any)")
     parser.add_argument("--script", metavar="FILE.json", help="a JSON list of scripted replies to send first")
+    parser.add_argument("--model", action="append", dest="models", metavar="NAME",
+                        help="serve this model name besides demo (repeatable; default: the built-in list)")
     args = parser.parse_args(argv)
     try:
         script = json.loads(Path(args.script).read_text(encoding="utf-8")) if args.script else None
-        server = DemoServer(script, args.key, port=args.port, keep=KEEP_REQUESTS)
+        server = DemoServer(script, args.key, args.models, port=args.port, keep=KEEP_REQUESTS)
     except (OSError, ValueError) as e:
         parser.error(str(e))
     print(f"demo model listening on {server.url} (Ctrl-C to stop)", flush=True)

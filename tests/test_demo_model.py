@@ -99,6 +99,36 @@ def test_models_lists_demo_and_the_configured_models():
         {"id": "openai/gpt-oss-120b", "object": "model", "created": 0, "owned_by": "demo"}]}
 
 
+def test_models_lists_every_built_in_model_by_default(demo):
+    """With no models given, the demo serves its built-in list (itself, Groq's chat models, backend.py's defaults)
+    and the listing names exactly those."""
+    status, _, reply = request(demo, "GET", "/v1/models")
+    assert status == 200 and [m["id"] for m in reply["data"]] == list(demo_model.MODELS)
+    assert {"demo", "openai/gpt-oss-120b", "llama-3.3-70b-versatile", "qwen/qwen3-32b"} <= set(demo_model.MODELS)
+
+
+def test_a_model_outside_the_listing_gets_404_on_every_route(demo):
+    """The listing and the 404 agree: a name the listing lacks (Groq's names carry a prefix) is refused by chat
+    and by GET /models/{id} alike, with Groq's model_not_found body [wire.md 4.1.5, E12]."""
+    listed = [m["id"] for m in request(demo, "GET", "/v1/models")[2]["data"]]
+    assert "gpt-oss-120b" not in listed
+    not_found = {"message": "The model `gpt-oss-120b` does not exist or you do not have access to it.",
+                 "type": "invalid_request_error", "code": "model_not_found"}
+    status, _, reply = post(demo, chat(user("hi"), model="gpt-oss-120b"))
+    assert (status, reply["error"]) == (404, not_found)
+    assert request(demo, "GET", "/v1/models/gpt-oss-120b")[2]["error"] == not_found
+    for name in listed:
+        assert request(demo, "GET", "/v1/models/" + name.replace("/", "%2F"))[2]["id"] == name
+        assert post(demo, chat(user("hi"), model=name))[0] == 200, name
+
+
+def test_a_model_id_is_url_decoded(demo):
+    """openai%2Fgpt-oss-120b is openai/gpt-oss-120b: clients that quote the slash get the model, not a 404."""
+    status, _, reply = request(demo, "GET", "/openai/v1/models/openai%2Fgpt-oss-120b")
+    assert status == 200 and reply["id"] == "openai/gpt-oss-120b"
+    assert client(demo).models.retrieve("openai/gpt-oss-120b").id == "openai/gpt-oss-120b"
+
+
 def test_groq_style_path_is_served(demo):
     status, _, reply = request(demo, "POST", "/openai/v1/chat/completions", chat(user("hi")))
     assert status == 200 and reply["object"] == "chat.completion"
@@ -126,10 +156,6 @@ def test_unknown_model_gets_404_model_not_found():
     assert status == 404
     assert reply["error"] == {"message": "The model `gpt-oss-120b` does not exist or you do not have access to it.",
                               "type": "invalid_request_error", "code": "model_not_found"}
-
-
-def test_any_model_name_is_accepted_without_a_model_list(demo):
-    assert post(demo, chat(user("hi"), model="whatever/model"))[2]["model"] == "whatever/model"
 
 
 def test_every_response_carries_a_request_id(demo):
@@ -181,35 +207,98 @@ def test_tool_with_bad_name_is_rejected(demo):
     assert "tools[1].function.name must be 1 to 64 letters" in rejection(demo, chat(user("hi"), tools=tools))["message"]
 
 
-def test_echoed_reasoning_on_assistant_message_is_rejected(demo):
-    echoed = {**calls(("c1", "list_dir", {"path": "."})), "reasoning": "I list first."}
-    error = rejection(demo, chat(user("list"), echoed, result("c1", "a.txt"), tools=TOOLS))
-    assert error["message"] == ("'messages.1' : for 'role:assistant' the following must be satisfied"
-                                "[('messages.1' : property 'reasoning' is unsupported)]")
+REASONING_TEXT = "I list first."
 
 
-def test_echoing_the_sdk_model_dump_fails_on_reasoning(demo):
+def echoed(model, key="reasoning"):
+    """A conversation whose assistant turn carries `key`, as a client that appends the returned message sends it."""
+    assistant = {**calls(("c1", "list_dir", {"path": "."})), key: REASONING_TEXT}
+    return chat(user("list"), assistant, result("c1", "a.txt"), tools=TOOLS, model=model)
+
+
+@pytest.mark.parametrize("model", ["demo", "openai/gpt-oss-120b", "openai/gpt-oss-20b", "qwen/qwen3-32b"])
+def test_reasoning_sent_back_is_accepted_on_a_reasoning_model(demo, model):
+    """groq 1.7.0 types/chat/chat_completion_assistant_message_param.py has `reasoning`, "supported on models that
+    support reasoning"; console.groq.com/docs/reasoning lists gpt-oss and qwen3. The demo reasons like them."""
+    assert post(demo, echoed(model))[0] == 200
+
+
+@pytest.mark.parametrize("model", ["llama-3.3-70b-versatile", "moonshotai/kimi-k2-instruct"])
+def test_reasoning_sent_back_to_a_model_that_does_not_reason_gets_format_a(demo, model):
+    """Groq's Format A body for an assistant key the model does not take [wire.md 4.1.2, E7; kimi-k2:
+    musistudio/llms#64 "property 'reasoning' is unsupported"]."""
+    assert rejection(demo, echoed(model)) == {
+        "message": "'messages.1' : for 'role:assistant' the following must be satisfied"
+                   "[('messages.1' : property 'reasoning' is unsupported)]",
+        "type": "invalid_request_error"}
+
+
+@pytest.mark.parametrize("model", ["demo", "openai/gpt-oss-120b", "llama-3.3-70b-versatile"])
+def test_reasoning_content_is_rejected_on_every_model(demo, model):
+    """reasoning_content (the DeepSeek/vLLM name) is in no Groq type, and Groq refuses it on gpt-oss-120b too
+    [wire.md 4.1.2: agentjido/req_llm#772, janhq/jan#8136]."""
+    assert rejection(demo, echoed(model, "reasoning_content"))["message"] == (
+        "'messages.1' : for 'role:assistant' the following must be satisfied"
+        "[('messages.1' : property 'reasoning_content' is unsupported)]")
+
+
+def test_only_reasoning_models_send_reasoning(demo):
+    """gpt-oss sends `reasoning` by default [wire.md 6.5]; llama's replies have none [wire.md 2.5, S3]."""
+    assert reply_message(demo, chat(user("Read a.txt"), tools=TOOLS, model="openai/gpt-oss-120b"))["reasoning"]
+    assert "reasoning" not in reply_message(demo, chat(user("Read a.txt"), tools=TOOLS,
+                                                         model="llama-3.3-70b-versatile"))
+    chunks = stream_chunks(post(demo, chat(user("hi"), model="llama-3.1-8b-instant", stream=True))[2])
+    assert not any("reasoning" in c["choices"][0]["delta"] for c in chunks if c["choices"])
+
+
+def test_reasoning_format_on_a_model_that_does_not_reason_is_rejected(demo):
+    """`reasoning_format` is not supported with this model [wire.md 4.1.2, 0xPlaygrounds/rig#1134]."""
+    error = rejection(demo, chat(user("hi"), model="llama-3.3-70b-versatile", reasoning_format="parsed"))
+    assert error == {"message": "`reasoning_format` is not supported with this model",
+                     "type": "invalid_request_error", "param": "reasoning_format"}
+
+
+def test_echoing_the_sdk_model_dump_fails_on_its_empty_fields(demo):
+    """model_dump() adds refusal, annotations, audio and function_call as null [wire.md 5.6]; the first three are
+    in no groq 1.7.0 message type, and Groq refuses them even when null (codebases quote "property 'refusal' is
+    unsupported"); the `reasoning` it also carries is fine on this reasoning model."""
     sdk = client(demo)
     first = sdk.chat.completions.create(model="demo", messages=[user(CHAINED_TASK)], tools=TOOLS)
-    echoed = first.choices[0].message.model_dump()  # carries refusal=None, annotations=None... and reasoning
-    tool_id = echoed["tool_calls"][0]["id"]
+    echoed_message = first.choices[0].message.model_dump()
+    tool_id = echoed_message["tool_calls"][0]["id"]
     with pytest.raises(openai.BadRequestError) as caught:
         sdk.chat.completions.create(model="demo", tools=TOOLS,
-                                    messages=[user(CHAINED_TASK), echoed, result(tool_id, "backend.py")])
-    assert "property 'reasoning' is unsupported" in caught.value.message
-    assert "refusal" not in caught.value.message
+                                    messages=[user(CHAINED_TASK), echoed_message, result(tool_id, "backend.py")])
+    assert caught.value.body["message"] == (
+        "'messages.1' : for 'role:assistant' the following must be satisfied[('messages.1' : property 'refusal' is "
+        "unsupported), ('messages.1' : property 'annotations' is unsupported), ('messages.1' : property 'audio' "
+        "is unsupported)]")
+
+
+def test_function_call_null_is_rejected(demo):
+    """groq 1.7.0 chat_completion_assistant_message_param.py: function_call is a FunctionCall, not Optional."""
+    assistant = {**calls(("c1", "list_dir", {})), "function_call": None}
+    error = rejection(demo, chat(user("ls"), assistant, result("c1", "a.txt"), tools=TOOLS))
+    assert "('messages.1.function_call' : value must be an object)" in error["message"]
 
 
 def test_all_unsupported_keys_of_a_message_are_listed(demo):
-    message = {"role": "user", "content": "hi", "name": "ann", "timestamp": 1}
+    """Groq names every key a role's type lacks [wire.md 4.1.2: ServiceStack/llms#17 'timestamp', 'cacheable']."""
+    message = {"role": "user", "content": "hi", "timestamp": 1, "cacheable": True}
     assert rejection(demo, chat(message))["message"] == (
-        "'messages.0' : for 'role:user' the following must be satisfied[('messages.0' : property 'name' is "
-        "unsupported), ('messages.0' : property 'timestamp' is unsupported)]")
+        "'messages.0' : for 'role:user' the following must be satisfied[('messages.0' : property 'timestamp' is "
+        "unsupported), ('messages.0' : property 'cacheable' is unsupported)]")
 
 
-def test_system_content_must_be_a_string(demo):
-    system = {"role": "system", "content": [{"type": "text", "text": "be brief"}]}
-    assert "('messages.0.content' : value must be a string)" in rejection(demo, chat(system, user("hi")))["message"]
+def test_system_content_is_a_string_or_text_parts(demo):
+    """groq 1.7.0 chat_completion_system_message_param.py: content is str or text parts, nothing else."""
+    parts = {"role": "system", "content": [{"type": "text", "text": "be brief"}]}
+    assert post(demo, chat(parts, user("hi")))[0] == 200
+    image = {"role": "system", "content": [{"type": "image_url", "image_url": {"url": "http://x/a.png"}}]}
+    assert "('messages.0.content.0.type' : value is not one of the allowed values ['text'])" in rejection(
+        demo, chat(image, user("hi")))["message"]
+    assert "('messages.0.content' : value must be a string)" in rejection(
+        demo, chat({"role": "system", "content": 7}, user("hi")))["message"]
 
 
 def test_assistant_null_content_without_tool_calls_is_rejected(demo):
@@ -294,12 +383,22 @@ def test_tool_call_id_that_answers_no_call_is_rejected(demo):
                                 "previous message.")
 
 
-def test_a_well_formed_conversation_with_sdk_empty_fields_is_accepted(demo):
-    assistant = {**calls(("c1", "list_dir", {"path": "."}), content=None), "refusal": None, "annotations": []}
+def test_a_well_formed_conversation_is_accepted(demo):
+    assistant = calls(("c1", "list_dir", {"path": "."}), content=None)
     messages = [{"role": "system", "content": "Use tools."}, user("List the files"), assistant,
                 result("c1", "a.txt")]
     assert post(demo, chat(*messages, tools=TOOLS, tool_choice="auto", parallel_tool_calls=True,
                            max_completion_tokens=100))[0] == 200
+
+
+@pytest.mark.parametrize("field, value", [("refusal", None), ("annotations", []), ("audio", None)])
+def test_sdk_empty_fields_are_rejected_even_when_empty(demo, field, value):
+    """refusal, annotations, audio: in no groq 1.7.0 message type (types/chat/chat_completion_assistant_message_
+    param.py); Groq refuses `refusal` as unsupported (quoted in several codebases)."""
+    assistant = {**calls(("c1", "list_dir", {"path": "."})), field: value}
+    error = rejection(demo, chat(user("List the files"), assistant, result("c1", "a.txt"), tools=TOOLS))
+    assert error["message"] == ("'messages.1' : for 'role:assistant' the following must be satisfied"
+                                f"[('messages.1' : property '{field}' is unsupported)]")
 
 
 def test_failed_validation_does_not_consume_a_scripted_reply(demo):
@@ -603,13 +702,13 @@ def test_policy_reads_on_when_the_task_wants_the_whole_file(demo):
 def test_standalone_server_prints_its_url_and_serves(tmp_path):
     script = tmp_path / "replies.json"
     script.write_text(json.dumps(["scripted hello"]))
-    process = subprocess.Popen([sys.executable, str(ROOT / "demo_model.py"), "--port", "0", "--script", str(script)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen([sys.executable, str(ROOT / "demo_model.py"), "--port", "0", "--script", str(script),
+                                "--model", "bench"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = process.stdout.readline()
         url = re.fullmatch(r"demo model listening on (http://127\.0\.0\.1:\d+/v1) \(Ctrl-C to stop\)\n", line)[1]
         with urllib.request.urlopen(url + "/models", timeout=5) as response:
-            assert json.load(response)["data"][0]["id"] == "demo"
+            assert [model["id"] for model in json.load(response)["data"]] == ["demo", "bench"]
         if sys.platform != "win32":
             process.send_signal(signal.SIGINT)  # Ctrl-C: a clean exit, no traceback
             assert process.wait(timeout=5) == 0
@@ -1039,10 +1138,33 @@ def test_logprobs_logit_bias_and_top_logprobs_are_rejected(demo, field, value):
     assert rejection(demo, chat(user("hi"), **{field: value}))["param"] == field
 
 
-def test_message_name_is_rejected_on_every_role(demo):
-    for role in ("system", "assistant"):
-        message = {"role": role, "content": "x", "name": "a"}
-        assert "property 'name' is unsupported" in rejection(demo, chat(message, user("hi")))["message"]
+def test_message_name_is_accepted_on_every_role_but_tool(demo):
+    """groq 1.7.0 types/chat: `name` is in the system, user and assistant message types, not in the tool one
+    (chat_completion_tool_message_param.py: role, content, tool_call_id). console.groq.com/docs/openai still lists
+    messages[].name as a 400; the newer types and Groq's own "did you mean 'name'?" on an assistant message
+    [run-llama/llama_index#14701] say otherwise."""
+    named = [{"role": "system", "content": "Use tools.", "name": "rules"}, {**user("List the files"), "name": "ann"},
+             {**calls(("c1", "list_dir", {"path": "."})), "name": "agent"}]
+    assert post(demo, chat(*named, result("c1", "a.txt"), tools=TOOLS))[0] == 200
+    tool_named = {**result("c1", "a.txt"), "name": "list_dir"}  # as old tutorials write it
+    assert rejection(demo, chat(*named, tool_named, tools=TOOLS)) == {
+        "message": "'messages.3' : for 'role:tool' the following must be satisfied"
+                   "[('messages.3' : property 'name' is unsupported)]",
+        "type": "invalid_request_error"}
+    assert "('messages.0.name' : value must be a string)" in rejection(demo, chat({**user("hi"), "name": 5}))["message"]
+
+
+def test_function_role_messages_take_content_and_name(demo):
+    """groq 1.7.0 chat_completion_function_message_param.py: role, content (str or null) and name, all required."""
+    assert post(demo, chat(user("hi"), {"role": "function", "name": "f", "content": None}, user("again")))[0] == 200
+    error = rejection(demo, chat(user("hi"), {"role": "function", "content": "x"}))
+    assert "('messages.1.name' : property 'name' is missing)" in error["message"]
+
+
+def test_tool_content_may_be_parts(demo):
+    """groq 1.7.0 chat_completion_tool_message_param.py: content is str or content parts."""
+    parts = {**result("c1", "x"), "content": [{"type": "text", "text": "a.txt"}]}
+    assert post(demo, chat(user("ls"), calls(("c1", "list_dir", {})), parts, tools=TOOLS))[0] == 200
 
 
 def test_a_field_value_outside_its_set_is_rejected(demo):
@@ -1268,3 +1390,138 @@ def test_the_openai_stream_helper_assembles_a_tool_call_and_an_answer(demo):
     with client(demo).chat.completions.stream(model="demo", messages=[user("Read a.txt")]) as stream:
         pieces = [event.delta for event in stream if event.type == "content.delta"]
     assert "".join(pieces) == "The file says hi." and len(pieces) > 1
+
+
+# --- cached tokens ---------------------------------------------------------------------------
+
+LONG_SYSTEM = {"role": "system", "content": "x" * 6000}
+
+
+def cached(reply):
+    return reply["usage"]["prompt_tokens_details"]["cached_tokens"]
+
+
+def test_cached_tokens_count_the_prefix_an_earlier_prompt_began_with(demo):
+    """OpenAI: "Cache hits are only possible for exact prefix matches", from 1024 tokens on
+    (developers.openai.com/api/docs/guides/prompt-caching), in 128-token steps. The first prompt is "[]" (no tools)
+    and the messages' JSON, 6072 characters; the second resends it with two more messages, so both begin with the
+    same 6071 characters (all but the closing "]"): 11 whole blocks of 512 characters (128 tokens) -> 1408."""
+    first = [LONG_SYSTEM, user("hi")]
+    assert cached(post(demo, chat(*first))[2]) == 0
+    reply = post(demo, chat(*first, {"role": "assistant", "content": "hello"}, user("more")))[2]
+    assert cached(reply) == 1408 and reply["usage"]["prompt_tokens"] == 1539
+
+
+def test_a_prefix_under_1024_tokens_is_not_cached(demo):
+    """Caching starts at 1024 tokens: a short prompt sent twice reports no cached tokens."""
+    assert [cached(post(demo, chat(user("hi")))[2]) for _ in range(2)] == [0, 0]
+
+
+def test_cached_tokens_are_per_model(demo):
+    """A cache holds one model's prompts: the same prompt to another model starts cold."""
+    post(demo, chat(LONG_SYSTEM, user("hi")))
+    assert cached(post(demo, chat(LONG_SYSTEM, user("hi"), model="openai/gpt-oss-120b"))[2]) == 0
+    assert cached(post(demo, chat(LONG_SYSTEM, user("hi")))[2]) == 1408
+
+
+def test_a_streams_usage_carries_cached_tokens(demo):
+    """The usage on the finish chunk and the include_usage chunk both carry prompt_tokens_details."""
+    post(demo, chat(LONG_SYSTEM, user("hi")))
+    chunks = stream_chunks(post(demo, chat(LONG_SYSTEM, user("hi"), stream=True,
+                                           stream_options={"include_usage": True}))[2])
+    assert [c["usage"]["prompt_tokens_details"] for c in chunks if c.get("usage")] == [{"cached_tokens": 1408}] * 2
+
+
+def test_the_prompt_cache_forgets_all_but_the_latest_prompts():
+    """Memory stays bounded: keeping one prompt, A is forgotten once B comes. 5000 characters are 9 blocks."""
+    cache = demo_model.PromptCache(keep=1)
+    a, b = "a" * 5000, "b" * 5000
+    assert [cache.cached_tokens("demo", text) for text in (a, a, b, a)] == [0, 1152, 0, 0]
+    assert len(cache.prompts) == 1 and len(cache.blocks) == 9
+
+
+# --- a client's own tools and MCP tools ------------------------------------------------------
+
+WEATHER = tool("get_weather", {"city": {"type": "string"}}, required=["city"])
+GET_TICKET = tool("ticket_server__get_ticket", {"ticket_id": {"type": "string"}}, required=["ticket_id"])
+PROPOSE = tool("ticket_server__propose_label", {"ticket_id": {"type": "string"}, "label": {"type": "string"},
+                                                "expected_version": {"type": "integer"}},
+               required=["ticket_id", "label", "expected_version"])
+TICKET = {"id": "DEMO-42", "title": "Charged twice for one order", "body": "...", "labels": [], "version": 3}
+PROPOSED = ("Proposed label billing for DEMO-42 at version 4. Nothing was applied: a person reviews every "
+            "proposal.")
+
+
+def step(server, history, tools, text):
+    """Ask the policy for its next call, answer it with `text`; returns the call as (name, arguments)."""
+    message = reply_message(server, chat(*history, tools=tools))
+    (pair,) = call_pairs(message)
+    call_id = message["tool_calls"][0]["id"]
+    history += [calls((call_id, *pair)), result(call_id, text)]
+    return pair
+
+
+def test_a_function_tool_the_task_names_is_called_with_a_value_from_the_task(demo):
+    """"Use get_weather for Paris": the task names the tool, and Paris (a capitalised word of it) fills `city`;
+    then the answer quotes the result."""
+    history = [user("Use get_weather for Paris")]
+    assert step(demo, history, [WEATHER], "Sunny, 18 C") == ("get_weather", {"city": "Paris"})
+    assert reply_message(demo, chat(*history, tools=[WEATHER]))["content"] == "get_weather returned: Sunny, 18 C"
+
+
+def test_mcp_tools_read_the_ticket_then_propose_then_quote_the_proposal(demo):
+    """propose_label is asked for by its words ("Propose ... label"); its expected_version is in nothing the task
+    says, so the server's get tool reads it first (ticket_id: the id in the task); label is the word before
+    "label"; expected_version is the ticket's "version". The answer quotes what propose_label returned."""
+    history, tools = [user("Propose the billing label for DEMO-42")], [GET_TICKET, PROPOSE]
+    assert step(demo, history, tools, json.dumps(TICKET)) == ("ticket_server__get_ticket", {"ticket_id": "DEMO-42"})
+    proposed = PROPOSED.replace("version 4", "version 3")
+    assert step(demo, history, tools, proposed) == (
+        "ticket_server__propose_label", {"ticket_id": "DEMO-42", "label": "billing", "expected_version": 3})
+    answer = reply_message(demo, chat(*history, tools=tools))["content"]
+    assert answer == f"ticket_server__propose_label returned: {proposed}"
+
+
+def test_a_stale_version_error_reads_the_ticket_again_and_retries_once(demo):
+    """An error naming the version (a value read from the ticket) means the read is stale: read again, retry once
+    with the new version, then answer with both results."""
+    history, tools = [user("Propose the billing label for DEMO-42")], [GET_TICKET, PROPOSE]
+    step(demo, history, tools, json.dumps(TICKET))
+    stale = "error: stale version: expected_version is 3, but DEMO-42 is at version 4. Read it again."
+    step(demo, history, tools, stale)
+    assert step(demo, history, tools, json.dumps({**TICKET, "version": 4}))[0] == "ticket_server__get_ticket"
+    assert step(demo, history, tools, PROPOSED)[1]["expected_version"] == 4
+    assert reply_message(demo, chat(*history, tools=tools))["content"] == (
+        f"ticket_server__propose_label returned: {stale}\n\nticket_server__propose_label returned: {PROPOSED}")
+
+
+def test_a_second_stale_error_is_answered_not_retried(demo):
+    history, tools = [user("Propose the billing label for DEMO-42")], [GET_TICKET, PROPOSE]
+    step(demo, history, tools, json.dumps(TICKET))
+    step(demo, history, tools, "error: stale version 3")
+    step(demo, history, tools, json.dumps({**TICKET, "version": 4}))
+    step(demo, history, tools, "error: stale version 4")
+    assert "tool_calls" not in reply_message(demo, chat(*history, tools=tools))
+
+
+def test_the_read_then_act_rule_holds_for_any_server_and_names(demo):
+    """Nothing is special about ticket_server: crm's fetch tool reads the revision its assign tool needs."""
+    fetch = tool("crm__fetch_account", {"account_id": {"type": "string"}}, required=["account_id"])
+    assign = tool("crm__assign_owner", {"account_id": {"type": "string"}, "owner": {"type": "string"},
+                                        "expected_revision": {"type": "integer"}},
+                  required=["account_id", "owner", "expected_revision"])
+    history, tools = [user("Assign the alice owner to ACC-7")], [assign, fetch]
+    assert step(demo, history, tools, '{"id": "ACC-7", "revision": 12}') == (
+        "crm__fetch_account", {"account_id": "ACC-7"})
+    assert step(demo, history, tools, "Assigned.") == (
+        "crm__assign_owner", {"account_id": "ACC-7", "owner": "alice", "expected_revision": 12})
+
+
+def test_a_value_the_task_gives_wins_over_the_first_enum_value(demo):
+    """An enum lists what is allowed; the task's word picks among them ("bug"), not the enum's order."""
+    enum = tool("ticket_server__propose_label", {
+        "ticket_id": {"type": "string"}, "label": {"type": "string", "enum": ["billing", "bug"]},
+        "expected_version": {"type": "integer"}}, required=["ticket_id", "label", "expected_version"])
+    history, tools = [user("Propose the bug label for DEMO-43")], [GET_TICKET, enum]
+    step(demo, history, tools, json.dumps({**TICKET, "id": "DEMO-43", "version": 1}))
+    assert step(demo, history, tools, "Proposed.")[1] == {"ticket_id": "DEMO-43", "label": "bug", "expected_version": 1}

@@ -31,7 +31,7 @@ import shell
 from backend import BACKENDS, ENV_FILE, BackendError, chat, choose, known_secrets
 from guards import ToolError, mask, shown
 from mcp_client import McpError, Server
-from tools import JSON_TYPES, TOOLS, BadCall, check_call, plan, truncate
+from tools import JSON_TYPES, MAX_COMMAND, TOOLS, BadCall, check_call, plan, truncate
 
 MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
 MAX_TOOL_CALLS = 30  # tool calls per task, refused ones included
@@ -41,12 +41,12 @@ TRACE_CHARS = 20_000  # longest text kept in one field of the trace; the rest is
 GRACE = 1  # seconds past the deadline that a command stopped by it (or the run's report) has to finish
 OUTPUT_TRIES = 3  # answers that do not fit the output schema before the run ends as invalid_output
 FINAL_TOOL = "final_answer"  # the tool a model gives an answer with a shape to
-# What problem() checks in an output schema, or what changes nothing, and the shape each takes; anything else (a
-# $ref, an anyOf, a list of types) is refused: the answer would not be checked against it
+# the words of an output schema that problem() checks, or that change nothing, each in its shape; others are refused
 SCHEMA_WORDS = {"type": str, "properties": dict, "required": list, "items": dict, "enum": list, "description": str,
                 "title": str, "default": object, "examples": list, "additionalProperties": bool}
-CONTEXT_TOKENS = 12_000  # the conversation's size, estimated, past which its older part is cleared, then summed up
-KEEP_TURNS = 3  # the latest turns, always kept as they are
+CONTEXT_TOKENS = 8000  # the conversation's size, estimated, past which its older part is cleared, then summed up
+# (Groq's free tier lets a key send 8,000 tokens a minute to openai/gpt-oss-120b: a bigger request fails whole)
+RECENT = 0.25  # the share of the budget that the latest turns, kept as they are, may fill (the last one always)
 CLEARED = 300  # characters: a longer old tool result becomes a placeholder
 SUMMARY = ("Sum up the work so far for yourself, to carry on from it: the task, every fact you found that the task "
            "needs (names, numbers, exact values), and what is left to do. Answer in words; call no tool.")
@@ -291,13 +291,14 @@ def compact(settings, result):
     """Keep the conversation under settings.limits.context_tokens, in big steps and rarely, so that the prefix a
     provider cached survives between them. Past the budget, every older tool result longer than CLEARED becomes a
     placeholder that says how to get it again; if that leaves more than half the budget, the model sums up the
-    older part, and its summary takes that part's place. The system message, the task and the last KEEP_TURNS
-    turns stay as they are, and every tool call keeps its answer."""
+    older part, and its summary takes that part's place. The system message, the task and the latest turns (as
+    many as fit in RECENT of the budget) stay as they are, and every tool call keeps its answer."""
     messages, budget = result.messages, settings.limits.context_tokens
     turns = [n for n, m in enumerate(messages) if m["role"] == "assistant" and n > settings.task_at]
-    if not budget or size(messages) <= budget or len(turns) <= KEEP_TURNS:
+    if not budget or size(messages) <= budget or len(turns) < 2:
         return
-    older, before = range(settings.task_at + 1, turns[-KEEP_TURNS]), size(messages)
+    recent = next((n for n in turns[1:] if size(messages[n:]) <= budget * RECENT), turns[-1])
+    older, before = range(settings.task_at + 1, recent), size(messages)
     calls = {call["id"]: call["function"] for m in messages for call in m.get("tool_calls") or []}
     for n in older:
         if messages[n]["role"] == "tool" and len(messages[n]["content"]) > CLEARED:
@@ -361,7 +362,7 @@ def meaning(call):
         args = check_call(call.function.name, call.function.arguments)
         if "path" in args:
             args["path"] = os.path.normpath(args["path"])
-        if "command" in args:
+        if "command" in args and len(args["command"]) <= MAX_COMMAND:  # a longer one is refused unread, as sent
             args["command"] = shlex.split(args["command"], posix=os.name != "nt")
     except (ToolError, ValueError):  # a broken call, an unclosed quote: compared as it was sent
         return call.function.name, call.function.arguments
@@ -666,8 +667,9 @@ def main(argv=None):
                  else None, options=options, output=args.output, mcp=args.mcp, trusted=args.mcp_trust)
     on_signals(signal.SIG_IGN)  # the run is over: a late signal changes nothing
     code = SIGNAL_EXIT[signal.Signals(received[0]).name] if received else EXIT_CODES[result.status]
-    try:
-        report(result, args.stream, STARTED + args.deadline + GRACE if args.deadline else None)
+    try:  # after a signal, the report gets GRACE seconds too: the terminal may be what the run was stuck in
+        report(result, args.stream, time.monotonic() + GRACE if received else
+               STARTED + args.deadline + GRACE if args.deadline else None)
     except Stop as stop:  # what could not be written is lost; the status stands, but an unseen answer is no success
         tell(f"error: {stop.error}")
         code = code or EXIT_CODES[stop.status]
