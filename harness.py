@@ -130,6 +130,7 @@ class Settings:
     output: dict = None  # a JSON schema the answer must fit
     bad_answers: int = 0  # answers that did not fit it
     task_at: int = 1  # where this run's task is in the conversation: compaction keeps it and what comes before
+    measured: tuple = (0, 0)  # how many messages compact() has measured, and their tokens: only new ones cost
     servers: list = field(default_factory=list)  # the MCP servers started for this run
     mcp: dict = field(default_factory=dict)  # NAME__TOOL -> (server, its own name for the tool, schema, trusted)
     used_ids: set = field(default_factory=set)  # every tool call id so far: a repeated one is replaced
@@ -288,17 +289,20 @@ def size(messages):
 
 
 def compact(settings, result):
-    """Keep the conversation under settings.limits.context_tokens, in big steps and rarely, so that the prefix a
-    provider cached survives between them. Past the budget, every older tool result longer than CLEARED becomes a
+    """Keep what this run adds to the conversation under settings.limits.context_tokens, in big steps and rarely,
+    so that the prefix a provider cached survives between them. Past the budget, every older tool result longer than CLEARED becomes a
     placeholder that says how to get it again; if that leaves more than half the budget, the model sums up the
     older part, and its summary takes that part's place. The system message, the task and the latest turns (as
     many as fit in RECENT of the budget) stay as they are, and every tool call keeps its answer."""
-    messages, budget = result.messages, settings.limits.context_tokens
-    turns = [n for n, m in enumerate(messages) if m["role"] == "assistant" and n > settings.task_at]
-    if not budget or size(messages) <= budget or len(turns) < 2:
+    messages, budget, (counted, tokens) = result.messages, settings.limits.context_tokens, settings.measured
+    settings.measured = (len(messages), tokens + size(messages[max(counted, settings.task_at + 1):]))  # the new
+    if not budget or settings.measured[1] <= budget:
+        return
+    turns = [n for n in range(settings.task_at + 1, len(messages)) if messages[n]["role"] == "assistant"]
+    if len(turns) < 2:
         return
     recent = next((n for n in turns[1:] if size(messages[n:]) <= budget * RECENT), turns[-1])
-    older, before = range(settings.task_at + 1, recent), size(messages)
+    older, before = range(settings.task_at + 1, recent), settings.measured[1]
     calls = {call["id"]: call["function"] for m in messages for call in m.get("tool_calls") or []}
     for n in older:
         if messages[n]["role"] == "tool" and len(messages[n]["content"]) > CLEARED:
@@ -306,14 +310,15 @@ def compact(settings, result):
             messages[n] = {**messages[n], "content": f"[cleared to save room: {call.get('name')} "
                            f"{call.get('arguments')} returned {len(text)} characters, the first line of which was "
                            f"{text.splitlines()[0][:100] if text.strip() else ''!r}; call it again to see it all]"}
-    if size(messages) > budget // 2:
+    if size(messages[settings.task_at + 1:]) > budget // 2:
         response = within(settings.deadline, "the model", partial(
             chat, [*messages[:older.stop], {"role": "user", "content": SUMMARY}], tools_for(settings), settings.backend,
             note, None, {"tool_choice": "none"}))
         count(result, response, messages[:older.stop])
         summary = response.choices[0].message.content or "(the model gave no summary)"
         messages[older.start:older.stop] = [{"role": "user", "content": f"[The earlier work, summed up]\n{summary}"}]
-    settings.trace.record("compact", step=result.steps, tokens_before=before, tokens_after=size(messages))
+    settings.measured = (len(messages), size(messages[settings.task_at + 1:]))
+    settings.trace.record("compact", step=result.steps, tokens_before=before, tokens_after=settings.measured[1])
 
 
 def run_tools(settings, result, calls):
@@ -702,7 +707,7 @@ def report(result, streamed=False, deadline=None):
     if result.answer and (not streamed or result.output is not None):
         say(shown(result.answer), deadline)
     tell(f"{result.status}: {result.steps} steps, {result.tool_calls} tool calls, {result.usage['total_tokens']} "
-         f"tokens, {result.seconds:.1f} s")
+         f"tokens ({result.usage['cached_tokens']} of them cached), {result.seconds:.1f} s")
 
 
 if __name__ == "__main__":

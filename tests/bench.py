@@ -1,11 +1,13 @@
 """Measure the harness against what it cannot beat: a raw HTTP loop, one sleep, a bare import, a quiet run.
 
-Run:  python tests/bench.py                           (half a minute; not part of the test suite)
-      python tests/bench.py --code phases/05-recovery   (the same figures for another checkpoint)
+Run:  python tests/bench.py                            (half a minute a run; not part of the test suite)
+      python tests/bench.py --code phases/08-streaming   (the same figures for another checkpoint)
 Every figure is the median of several runs and a ratio of two things measured side by side in the same
 run, so a busy machine slows both sides alike. The model is the offline one, scripted to answer at once.
+It prints figures and whether each meets its target; it asserts nothing about time (exit 0 either way).
 """
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -27,7 +29,7 @@ USAGE = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
 
 
 def backend_for(url):
-    return {"name": "bench", "base_url": url, "api_key": "bench", "model": "bench"}
+    return {"name": "bench", "base_url": url, "api_key": "bench", "model": "demo"}
 
 
 def serve(script, scratch):
@@ -39,13 +41,33 @@ def serve(script, scratch):
     return process, process.stdout.readline().split()[4]  # "demo model listening on URL (Ctrl-C to stop)"
 
 
+def stop(process):
+    process.kill()
+    process.wait()
+
+
+def limits(harness, replies):
+    """The budgets of a scripted run of that many replies. Where the harness compacts the conversation (phase 12
+    on), the budget for its size is one it never reaches: it still checks it at every step, but the conversation
+    stays the one the script, and the raw loop, expect."""
+    budgets = harness.Limits(max_steps=replies, max_tool_calls=replies)
+    if hasattr(budgets, "context_tokens"):
+        budgets.context_tokens = 10 ** 9
+    return budgets
+
+
+def stamp():
+    """Now, by the wall clock and by this process's CPU time: a step is timed from one request to the next."""
+    return time.perf_counter(), time.process_time()
+
+
 def raw_loop(url, first, results, stamps):
     """The limit: the same conversation sent with json and http.client, and nothing else."""
     where = urlsplit(url)
     connection = http.client.HTTPConnection(where.hostname, where.port)
     messages = list(first["messages"])
     while True:
-        stamps.append(time.perf_counter())
+        stamps.append(stamp())
         connection.request("POST", where.path + "/chat/completions", json.dumps({**first, "messages": messages}),
                            {"Content-Type": "application/json", "Authorization": "Bearer bench"})
         message = json.loads(connection.getresponse().read())["choices"][0]["message"]
@@ -56,45 +78,51 @@ def raw_loop(url, first, results, stamps):
         messages += [{"role": "tool", "tool_call_id": c["id"], "content": results.pop(0)} for c in calls]
 
 
+def steps(stamps, clock):
+    """Each step's time by one clock (0: wall, 1: CPU). Step 1 is left out: it pays for starting up (imports, the
+    connection), once a run."""
+    return [b[clock] - a[clock] for a, b in zip(stamps[1:], stamps[2:])]
+
+
 def long_run(harness, workspace):
     """1. The harness's loop and the raw loop over the same 200-step conversation, each timed from one
-    request to the next (tools, parsing, the model's reply: the whole step)."""
-    # ids and usage given, so the server need not hash or measure the conversation: an instant model
+    request to the next (tools, parsing, the model's reply: the whole step). Also how the last 20 steps compare
+    with the first 20: all of a step, and the CPU time the harness spends on it beyond the raw loop's."""
+    # ids and usage given, so the server estimates nothing; it still reads and checks the whole conversation
     script = [{"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt", "limit": n + 1}, "id": f"c{n}"}],
                "usage": USAGE} for n in range(STEPS)] + [{"content": "done", "usage": USAGE}]
     ours, raw = [], []
     chat = harness.chat
-    harness.chat = lambda *args, **kwargs: ours.append(time.perf_counter()) or chat(*args, **kwargs)
+    harness.chat = lambda *args, **kwargs: ours.append(stamp()) or chat(*args, **kwargs)
     server, url = serve(script, workspace)
     try:
         result = harness.run("Read the notes", backend=backend_for(url), approve=lambda q: True,
-                             limits=harness.Limits(max_steps=STEPS + 1, max_tool_calls=STEPS + 1))
+                             limits=limits(harness, STEPS + 1))
     finally:
         harness.chat = chat
-        server.kill()
-    assert result.status == "answered", result.status
-    first = {"model": "bench", "messages": result.messages[:2], "tools": harness.TOOLS}
+        stop(server)
+    assert result.status == "answered", (result.status, result.error)
+    first = {"model": "demo", "messages": result.messages[:2], "tools": harness.TOOLS}
     server, url = serve(script, workspace)
     try:
         raw_loop(url, first, [m["content"] for m in result.messages if m["role"] == "tool"], raw)
     finally:
-        server.kill()
-    # step 1 is left out on both sides: it pays for starting up (imports, the connection), once a run
-    ours, raw = [b - a for a, b in zip(ours[1:], ours[2:])], [b - a for a, b in zip(raw[1:], raw[2:])]
-    growth = statistics.mean(ours[-20:]) / statistics.mean(ours[:20])
-    own = [a - b for a, b in zip(ours, raw)]  # what the harness adds to each step, the same step side by side
-    return sum(ours) / sum(raw), growth, statistics.mean(own[-20:]) / statistics.mean(own[:20])
+        stop(server)
+    wall, raw_wall = steps(ours, 0), steps(raw, 0)
+    # the CPU time the harness adds to each step, the same step side by side: another program on the machine
+    # does not add to it, as it adds to the wall clock
+    own = [a - b for a, b in zip(steps(ours, 1), steps(raw, 1))]
+    return sum(wall) / sum(raw_wall), *(statistics.mean(times[-20:]) / statistics.mean(times[:20])
+                                        for times in (wall, raw_wall, own))
 
 
-def client_cost(workspace):
-    """Why figure 1 stops where it does: one small request through the openai client and through http.client,
-    in milliseconds."""
-    from openai import OpenAI
-    from openai.types.chat import ChatCompletion
+def client_cost(backend, workspace):
+    """Why figure 1 stops where it does: one small request through the harness's openai client (backend.client(),
+    posting the body as it is, as send() does) and through http.client, in milliseconds."""
     server, url = serve([{"content": "hi", "usage": USAGE}] * 1000, workspace)
     try:
-        body, where = {"model": "bench", "messages": [{"role": "user", "content": "hi"}]}, urlsplit(url)
-        client = OpenAI(base_url=url, api_key="bench", max_retries=0)
+        body, where = {"model": "demo", "messages": [{"role": "user", "content": "hi"}]}, urlsplit(url)
+        client = backend.client(url, "bench")
         connection = http.client.HTTPConnection(where.hostname, where.port)
 
         def raw():
@@ -103,7 +131,7 @@ def client_cost(workspace):
             return json.loads(connection.getresponse().read())
 
         costs = []
-        for send in (lambda: client.post("/chat/completions", body=body, cast_to=ChatCompletion), raw):
+        for send in (lambda: client.post("/chat/completions", body=body, cast_to=object), raw):
             send()
             began = time.perf_counter()
             for _ in range(300):
@@ -111,7 +139,7 @@ def client_cost(workspace):
             costs.append((time.perf_counter() - began) / 300 * 1000)
         return costs
     finally:
-        server.kill()
+        stop(server)
 
 
 def parallel(harness):
@@ -176,7 +204,7 @@ def context(harness, tools, workspace):
               for n in range(CONTEXT_STEPS)] + ["done"]
     with demo_model.start(script=script) as server:
         result = harness.run("Read them all", backend=backend_for(server.url), approve=lambda q: True,
-                             limits=harness.Limits(max_steps=CONTEXT_STEPS + 1))
+                             limits=limits(harness, CONTEXT_STEPS + 1))
         last = len(json.dumps(server.requests[-1]["body"]["messages"]))
     emptied = [{**m, "content": ""} if m["role"] == "tool" else m for m in result.messages[:-1]]
     return last / (CONTEXT_STEPS * tools.MAX_CHARS + len(json.dumps(emptied)))
@@ -198,27 +226,28 @@ def main():
         (workspace / "notes.txt").write_text("buy milk\n")
         sys.path.insert(0, str(CODE))
         os.chdir(workspace)  # the tools work in the current directory
+        import backend
         import harness
         import shell
         import tools
-        figures = {name: [] for name in ("whole", "growth", "own_growth", "parallel", "cold", "flood_mb",
-                                         "flood_ratio", "flood_s", "context", "sdk_ms", "raw_ms")}
+        if shell.sandbox_problem():  # as harness.py does: where bubblewrap cannot run, commands run without it
+            shell.SANDBOX = None
+        figures = {}  # name: its value in each run
         for run in range(args.runs):
-            whole, growth, own_growth = long_run(harness, workspace)
-            figures["own_growth"].append(own_growth)
-            for name, value in zip(("sdk_ms", "raw_ms"), client_cost(workspace)):
-                figures[name].append(value)
-            flood_mb, flood_ratio, flood_s = flood(workspace)
-            for name, value in [("whole", whole), ("growth", growth), ("parallel", parallel(harness)),
-                                ("cold", cold_start()), ("flood_mb", flood_mb), ("flood_ratio", flood_ratio),
-                                ("flood_s", flood_s), ("context", context(harness, tools, workspace))]:
-                figures[name].append(value)
+            with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):  # the harness's [step] lines
+                values = [*zip(("whole", "growth", "raw_growth", "own_growth"), long_run(harness, workspace)),
+                          ("parallel", parallel(harness)), ("context", context(harness, tools, workspace))]
+            values += [("cold", cold_start()), *zip(("flood_mb", "flood_ratio", "flood_s"), flood(workspace)),
+                       *zip(("sdk_ms", "raw_ms"), client_cost(backend, workspace))]
+            for name, value in values:
+                figures.setdefault(name, []).append(value)
             print(f"run {run + 1} of {args.runs} done", file=sys.stderr)
         median = {name: statistics.median(values) for name, values in figures.items()}
     rows = [
         ("1. per-step cost, 200 steps", f"{median['whole']:.2f} x the raw HTTP loop", "<= 1.5", median["whole"] <= 1.5),
-        ("   last 20 steps / first 20", f"{median['growth']:.2f} x", "<= 2", median["growth"] <= 2),
-        ("   the same, harness's own cost", f"{median['own_growth']:.2f} x (what it adds to the raw loop's step)",
+        ("   last 20 steps / first 20", f"{median['growth']:.2f} x (the raw loop's: {median['raw_growth']:.2f} x)",
+         "<= 1.25 x the raw loop's", median["growth"] <= 1.25 * median["raw_growth"]),
+        ("   harness's own CPU, the same", f"{median['own_growth']:.2f} x (its CPU time beyond the raw loop's)",
          "<= 2", median["own_growth"] <= 2),
         ("2. 4 parallel calls of 0.5 s", f"{median['parallel']:.2f} x a turn of one such call", "<= 1.25",
          median["parallel"] <= 1.25),
@@ -234,7 +263,7 @@ def main():
         print(f"{name:32} {measured:58} {target:24} {'yes' if ok else 'NO'}")
     print(f"\none small request takes {median['sdk_ms']:.2f} ms through the openai client and "
           f"{median['raw_ms']:.2f} ms through http.client: that difference is in every step of figure 1")
-    return 0 if all(ok for *_, ok in rows) else 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 has, the tag builder makes the tags without touching anything, a learner can start any phase on a branch of their
 own, the phase folders run as they are, and the learner's check passes correct code (ours, and a second
 implementation written from the lessons alone) and fails broken code with the symptom the lesson shows."""
+import difflib
 import re
 import subprocess
 import sys
@@ -11,6 +12,9 @@ import pytest
 from helpers import ROOT, checkpoints, clean_env, copy_code, run_python, tag_name
 
 LESSONS = [p / "README.md" for p in checkpoints()]
+MAX_LESSON_BYTES = 12 * 1024  # a lesson a learner can read in a class session
+MAX_TYPED = 250  # lines a phase asks a learner to type
+MAX_CORE = 1500  # lines of the harness up to the structured answers
 LEARNER = ROOT / "tests" / "learner"
 
 
@@ -103,6 +107,34 @@ def test_lesson_shows_only_code_its_checkpoint_contains(lesson):
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.parent.name for p in LESSONS])
+def test_a_lesson_fits_a_class_session(lesson):
+    """At most 12 KB, a stated time, and a "What the check expects" box: the check's contract with the learner."""
+    text = lesson.read_text(encoding="utf-8")
+    assert len(text.encode()) <= MAX_LESSON_BYTES, f"{lesson.parent.name}: {len(text.encode())} bytes"
+    assert "## What the check expects" in text and "minutes typed" in text
+
+
+def typed(earlier, later):
+    """The lines a learner types to go from one checkpoint's code to the next: those added, by difflib."""
+    added = 0
+    for path in later.glob("*.py"):
+        before = (earlier / path.name).read_text().splitlines() if earlier and (earlier / path.name).exists() else []
+        added += sum(line.startswith("+") and not line.startswith("+++")
+                     for line in difflib.unified_diff(before, path.read_text().splitlines(), lineterm="", n=0))
+    return added
+
+
+def test_no_phase_asks_for_more_than_its_budget_and_the_core_stays_small():
+    """No phase asks a learner to type more than 250 lines; the core harness, up to the structured answers, is at
+    most 1,500 lines."""
+    folders = checkpoints()
+    sizes = {later.name: typed(earlier, later) for earlier, later in zip([None, *folders], folders)}
+    assert max(sizes.values()) <= MAX_TYPED, sizes
+    core = next(folder for folder in folders if folder.name.endswith("-structured"))
+    assert sum(len(path.read_text().splitlines()) for path in core.glob("*.py")) <= MAX_CORE
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[p.parent.name for p in LESSONS])
 def test_lesson_says_what_it_takes_and_links_its_code(lesson):
     """Each lesson gives its time and prerequisites, a picture, a way to check each exercise, its files."""
     text = lesson.read_text(encoding="utf-8")
@@ -116,7 +148,8 @@ def test_lesson_says_what_it_takes_and_links_its_code(lesson):
 
 def test_the_lesson_check_catches_code_that_is_not_in_the_checkpoint():
     source = (checkpoints()[1] / "harness.py").read_text(encoding="utf-8")
-    real = "    for step in range(1, MAX_STEPS + 1):\n        message = chat(messages, tools=TOOLS, backend=backend)\n"
+    real = ("    for step in range(1, MAX_STEPS + 1):\n"
+            "        message = chat(messages, tools=TOOLS, backend=backend).choices[0].message\n")
     assert shown_in(real, [source])
     assert shown_in("def run(task, backend=None):\n    ...\n    return None\n", [source])
     assert not shown_in(real.replace("MAX_STEPS + 1", "MAX_STEPS"), [source])
@@ -193,8 +226,8 @@ def test_the_start_tag_and_the_first_tag_are_runnable_trees(clone, tmp_path):
 
 @pytest.mark.parametrize("command", [["phases/00-hello/backend.py"],
                                      ["phases/01-loop/harness.py", "List the files here"],
-                                     ["phases/03-contracts/harness.py", "Read README.md"],
-                                     ["phases/07-structured/harness.py", "List the files here"]])
+                                     ["phases/04-contracts/harness.py", "Read README.md"],
+                                     ["phases/10-structured/harness.py", "List the files here"]])
 def test_phase_folders_run_as_they_are_from_the_repository_root(command):
     result = run_python(ROOT, *command, env={"BACKEND": "demo"})
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr

@@ -1,23 +1,24 @@
-"""Every fault ends in a status, on time, with a valid history and a complete trace: a provider that misbehaves,
-an interruption at the worst moment, a trace file shared or full, a reader that goes away. Real processes, a
-real server; each test runs against every checkpoint from the phase that introduced what it checks."""
+"""Every fault ends in a status, on time, with a history the strict server accepts and a complete trace: a provider
+that misbehaves, an interruption at the worst moment, a trace file shared or full, a reader that goes away. Real
+processes, a real server; each test runs against every checkpoint from the phase that introduced what it checks
+(PHASE, 5, budgets: the status, the trace and the history; else the phase its mark names). A test that measures
+time leaves a margin of three times what it measures."""
+import email.utils
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
 
 import pytest
-from helpers import clean_env, groq_env, run_python, scripted_backend, tool_calls, trace_records
+from helpers import clean_env, groq_env, run_python, running_commands, scripted_backend, tool_calls, trace_records
 
-PHASE = 4
-
-
-
-
-
-
+PHASE = 5
+GRACE = 1  # seconds past the deadline the run's report may take (harness.GRACE, phase 6)
+COMMAND_TIMEOUT = 10  # shell.TIMEOUT: a run that waited for a command instead of ending takes at least this long
 
 
 def continues(harness, server, result):
@@ -25,6 +26,23 @@ def continues(harness, server, result):
     server.push("Continued.")
     later = harness.run("Go on", backend=scripted_backend(server), history=result.messages)
     assert later.status == "answered" and later.answer == "Continued.", later.error
+
+
+def wait_for(condition, seconds=30):
+    until = time.monotonic() + seconds
+    while not condition() and time.monotonic() < until:
+        time.sleep(0.05)
+    return condition()
+
+
+def start(workspace, server, *args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE):
+    """`python harness.py --trace t.jsonl ARGS...` against the scripted server, running."""
+    return subprocess.Popen([sys.executable, "harness.py", "--trace", "t.jsonl", *args], cwd=workspace,
+                            env=clean_env(**groq_env(server)), stdin=stdin, stdout=stdout, stderr=subprocess.PIPE)
+
+
+def end_of(workspace, name="t.jsonl"):
+    return trace_records(workspace / name)[-1]
 
 
 def test_an_interruption_at_an_approval_leaves_a_history_that_continues(harness, server, tmp_path):
@@ -43,43 +61,66 @@ def test_an_interruption_at_an_approval_leaves_a_history_that_continues(harness,
     assert result.status == "interrupted"
     assert [m.get("tool_call_id") for m in result.messages[-3:]] == ["call_0", "call_1", "call_2"]
     traced = [r["id"] for r in trace_records(tmp_path / "t.jsonl") if r["type"] == "tool"]
-    assert sorted(traced) == ["call_0", "call_1", "call_2"] and trace_records(tmp_path / "t.jsonl")[-1]["type"] == "end"
+    assert sorted(traced) == ["call_0", "call_1", "call_2"] and end_of(tmp_path)["type"] == "end"
     continues(harness, server, result)
 
 
 def test_ctrl_c_while_tools_run_leaves_a_history_that_continues(harness, server, workspace):
-    """Ctrl-C while two commands run: both calls get a result saying they were interrupted; the run continues."""
-    server.push(tool_calls(("run_shell", {"command": "sleep 5"}), ("run_shell", {"command": "sleep 6"})))
-    threading.Timer(1, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
-    result = harness.run("Sleep", backend=scripted_backend(server), approve=lambda q: True)
-    assert result.status == "interrupted" and result.seconds < 3, result
+    """Ctrl-C while commands run: the run ends interrupted at once (not at the commands' timeout), every call is
+    answered, the command killed, and the history continues."""
+    server.push(tool_calls(("run_shell", {"command": "sleep 31.5"}), ("run_shell", {"command": "sleep 31.6"})))
+    running = threading.Event()
+
+    def interrupt():  # Ctrl-C once a command runs, and only while run() is still running
+        if wait_for(lambda: running_commands("sleep 31.5"), 30) and running.is_set():
+            os.kill(os.getpid(), signal.SIGINT)
+
+    running.set()
+    threading.Thread(target=interrupt, daemon=True).start()
+    try:
+        result = harness.run("Sleep", backend=scripted_backend(server), approve=lambda q: True)
+    finally:
+        running.clear()
+    assert result.status == "interrupted" and result.seconds < COMMAND_TIMEOUT / 2, result
+    assert [m["role"] for m in result.messages[-2:]] == ["tool", "tool"], result.messages[-2:]
     assert all("interrupted" in m["content"] for m in result.messages[-2:]), result.messages[-2:]
+    assert wait_for(lambda: not running_commands("sleep 31.5"), 3), "the command outlived the run"
     continues(harness, server, result)
 
 
+@pytest.mark.phase(6)
 def test_the_deadline_stops_a_running_tool_and_the_history_continues(harness, server):
-    """An approved `sleep 30` under a 1 s deadline: stopped at the deadline, its call answered, the run over."""
+    """An approved `sleep 30` under a 1 s deadline: stopped at the deadline (within three times it and its grace),
+    its call answered, the run over, the history one that continues."""
     server.push(tool_calls(("run_shell", {"command": "sleep 30"})))
     started = time.monotonic()
     result = harness.run("Sleep", backend=scripted_backend(server), approve=lambda q: True,
                          limits=harness.Limits(deadline=1))
-    assert result.status == "deadline" and time.monotonic() - started < 2, result
+    assert result.status == "deadline" and time.monotonic() - started < 3 * (1 + GRACE), result
     assert "deadline" in result.messages[-1]["content"], result.messages[-1]
     continues(harness, server, result)
 
 
-@pytest.mark.parametrize("stream", [[], ["--stream"]], ids=["plain", "stream"])
-def test_a_server_that_trickles_for_ever_meets_the_deadline(workspace, server, stream, code_dir):
-    """--deadline against a server that sends a byte at a time for ever: status deadline, on time (the cases hold
-    --deadline 3 to 4 s)."""
-    if stream and not (code_dir / "harness.py").read_text().count("--stream"):
-        pytest.skip("--stream comes in phase 5")
+def trickles_for_ever(workspace, server, *stream):
+    """--deadline 2 against a server that sends a byte at a time for ever: exit 3, status deadline, on time."""
     server.push({"content": "never", "trickle_forever": 0.1})
     started = time.monotonic()
-    result = run_python(workspace, "harness.py", "--trace", "t.jsonl", "--deadline", "1.5", *stream, "Hi",
+    result = run_python(workspace, "harness.py", "--trace", "t.jsonl", "--deadline", "2", *stream, "Hi",
                         env=groq_env(server))
-    assert result.returncode == 3 and time.monotonic() - started < 2.5, result.stderr
-    assert trace_records(workspace / "t.jsonl")[-1]["status"] == "deadline"
+    assert result.returncode == 3 and time.monotonic() - started < 3 * (2 + GRACE), result.stderr
+    assert end_of(workspace)["status"] == "deadline"
+
+
+@pytest.mark.phase(6)
+def test_a_server_that_trickles_for_ever_meets_the_deadline(workspace, server):
+    """--deadline against a reply that never ends: the run ends at the deadline, status deadline."""
+    trickles_for_ever(workspace, server)
+
+
+@pytest.mark.phase(8)
+def test_a_stream_that_trickles_for_ever_meets_the_deadline(workspace, server):
+    """--stream --deadline against a stream that never ends: the run ends at the deadline, status deadline."""
+    trickles_for_ever(workspace, server, "--stream")
 
 
 def test_runs_sharing_a_trace_file_do_not_mix_their_lines(workspace):
@@ -88,7 +129,7 @@ def test_runs_sharing_a_trace_file_do_not_mix_their_lines(workspace):
     runs = [subprocess.Popen([sys.executable, "harness.py", "--trace", "shared.jsonl", "List the files here"],
                              cwd=workspace, env=clean_env(BACKEND="demo"), stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL) for _ in range(3)]
-    assert [run.wait(30) for run in runs] == [0, 0, 0]
+    assert [run.wait(60) for run in runs] == [0, 0, 0]
     lines = trace_records(workspace / "shared.jsonl")
     ids = {record["run"] for record in lines}
     assert len(ids) == 3 and len(lines) == 15, lines
@@ -103,16 +144,17 @@ def test_a_trace_that_cannot_be_written_ends_the_run_cleanly(workspace, server):
     assert result.returncode == 1 and "trace" in result.stderr and "Traceback" not in result.stderr, result.stderr
 
 
+@pytest.mark.phase(8)
 def test_a_reader_that_goes_away_ends_the_run_cleanly(workspace, server):
-    """`python harness.py ... | head -c 1`: the run ends with a message on stderr, not a traceback."""
+    """`python harness.py ... | head -c 1`: exit 1, a message on stderr naming the output, no traceback, the
+    trace's end record written."""
     server.push(tool_calls(*[("read_file", {"path": "harness.py", "limit": n + 1}) for n in range(3)]), "x" * 100000)
-    process = subprocess.Popen([sys.executable, "harness.py", "--trace", "t.jsonl", "Read"], cwd=workspace,
-                               env=clean_env(**groq_env(server)), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = start(workspace, server, "Read")
     process.stdout.read(1)
     process.stdout.close()
     stderr = process.stderr.read().decode()
-    assert process.wait(30) == 1 and "Traceback" not in stderr and "output" in stderr, stderr
-    assert trace_records(workspace / "t.jsonl")[-1]["type"] == "end"
+    assert process.wait(60) == 1 and "Traceback" not in stderr and "output" in stderr, stderr
+    assert end_of(workspace)["type"] == "end"
 
 
 def test_a_reply_without_usage_still_counts_against_the_token_budget(harness, server):
@@ -122,26 +164,35 @@ def test_a_reply_without_usage_still_counts_against_the_token_budget(harness, se
     assert result.status == "token_limit" and result.steps < 10, result
 
 
-@pytest.mark.phase(5)
+@pytest.mark.phase(1)
+@pytest.mark.files("backend.py", "harness.py")
 def test_messages_name_the_server_the_user_configured(workspace, unused_port):
     """An unreachable BASE_URL is named as the user's own, not as the demo; a stream hint only when streaming."""
     url = f"http://127.0.0.1:{unused_port}/v1"
-    result = run_python(workspace, "harness.py", "--deadline", "1", "Hi", env={"BACKEND": "demo", "BASE_URL": url})
-    assert result.returncode in (1, 3) and url in result.stderr and "BASE_URL" in result.stderr, result.stderr
+    result = run_python(workspace, "harness.py", "Hi", env={"BACKEND": "demo", "BASE_URL": url})
+    assert result.returncode == 1 and url in result.stderr and "BASE_URL" in result.stderr, result.stderr
     assert "demo model at" not in result.stderr and ".;" not in result.stderr and "--stream" not in result.stderr
 
 
-@pytest.mark.phase(5)
-def test_retry_after_in_both_forms_and_out_of_bounds(load):
-    """retry-after in seconds or as an HTTP date is honoured; nonsense, zero or negative falls back to backoff."""
-    import email.utils
-    backend = load("backend")
-    asked = backend.asked_wait
-    assert asked({"retry-after-ms": "300"}) == 0.3 and asked({"retry-after": "2"}) == 2.0
-    assert 1.0 < asked({"retry-after": email.utils.formatdate(time.time() + 2, usegmt=True)}) <= 2.0
-    for nonsense in ({"retry-after": "-1"}, {"retry-after-ms": "0"}, {"retry-after": "soon"},
-                     {"retry-after": "nan"}, {"retry-after": "inf"}, {}):
-        assert asked(nonsense) is None, nonsense
+@pytest.mark.phase(7)
+@pytest.mark.files("backend.py")
+@pytest.mark.parametrize("headers, least, most", [
+    ({"retry-after": "2"}, 1.9, None),
+    ({"retry-after-ms": "1500"}, 1.4, None),
+    (lambda: {"retry-after": email.utils.formatdate(time.time() + 3, usegmt=True)}, 1.0, None),
+    ({"retry-after": "soon"}, 0, 1.5), ({"retry-after": "nan"}, 0, 1.5), ({"retry-after": "inf"}, 0, 1.5),
+    ({"retry-after": "-1"}, 0, 1.5), ({"retry-after-ms": "0"}, 0, 1.5), ({}, 0, 1.5),
+], ids=["seconds", "milliseconds", "http-date", "soon", "nan", "inf", "negative", "zero-ms", "none"])
+def test_retry_after_in_both_forms_is_honoured_and_nonsense_is_a_backoff(load, server, headers, least, most):
+    """A 429's retry-after in seconds, milliseconds or as an HTTP date is waited for before the one retry;
+    nonsense, zero, negative or none gets the package's backoff (half a second, less jitter: at most three times
+    that); either way the reply after it is the answer."""
+    headers = headers() if callable(headers) else headers
+    server.push({"status": 429, "headers": headers, "body": {"error": {"message": "busy"}}}, "Hi.")
+    response = load("backend").chat([{"role": "user", "content": "Hi"}], backend=scripted_backend(server))
+    assert response.choices[0].message.content == "Hi." and len(server.requests) == 2
+    waited = server.requests[1]["time"] - server.requests[0]["time"]
+    assert waited >= least and (most is None or waited < most), f"waited {waited:.2f} s"
 
 
 @pytest.mark.phase(0)
@@ -166,64 +217,63 @@ def test_a_base_url_pasted_with_spaces_and_a_line_end_still_works(workspace, ser
     assert result.returncode == 0 and "Hi from the server." in result.stdout, result.stderr
 
 
-def blocked_run(workspace, server, *args, stdin=subprocess.DEVNULL):
-    """A run whose standard output nobody reads: its first tool call's line (200 KB) fills the pipe and blocks."""
-    server.push(tool_calls(("read_file", {"path": "notes.txt", "padding": "x" * 200_000})), "Done.")
-    return subprocess.Popen([sys.executable, "harness.py", "--trace", "t.jsonl", *args, "Read"], cwd=workspace,
-                            env=clean_env(**groq_env(server)), stdin=stdin, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)
+def blocked_run(workspace, server, *args):
+    """A run whose standard output nobody reads: its first line, a call of a tool with a 300 KB name (names are
+    printed whole), fills the pipe and blocks."""
+    server.push({"tool_calls": [{"name": "x" * 300_000, "arguments": {}}]}, "Done.")
+    return start(workspace, server, *args, "Read")
 
 
-@pytest.mark.phase(5)
+@pytest.mark.phase(8)
 def test_output_nobody_reads_still_meets_the_deadline(workspace, server):
-    """Standard output blocked (a pipe nobody reads) under --deadline 2: the run ends on time, status deadline,
-    its trace complete."""
-    started, process = time.monotonic(), blocked_run(workspace, server, "--deadline", "2")
-    assert process.wait(10) == 3 and time.monotonic() - started < 3.5, time.monotonic() - started
-    assert trace_records(workspace / "t.jsonl")[-1]["status"] == "deadline"
+    """Standard output blocked (a pipe nobody reads) under --deadline 5: exit 3, status deadline, its trace
+    complete, within three times the deadline and its grace."""
+    started, process = time.monotonic(), blocked_run(workspace, server, "--deadline", "5")
+    assert process.wait(60) == 3 and time.monotonic() - started < 3 * (5 + GRACE), time.monotonic() - started
+    assert end_of(workspace)["error"] == "the deadline passed while waiting for the terminal", end_of(workspace)
 
 
-@pytest.mark.phase(5)
+@pytest.mark.phase(8)
 def test_a_stream_nobody_reads_still_meets_the_deadline(workspace, server):
-    """--stream whose text fills a pipe nobody reads, under --deadline 2: the write blocks in the thread that reads
+    """--stream whose text fills a pipe nobody reads, under --deadline 5: the write blocks in the thread that reads
     the stream, and the run still ends on time, status deadline."""
     server.push({"content": "word " * 60_000})
-    started = time.monotonic()
-    process = subprocess.Popen([sys.executable, "harness.py", "--trace", "t.jsonl", "--stream", "--deadline", "2",
-                                "Say"], cwd=workspace, env=clean_env(**groq_env(server)),
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    assert process.wait(10) == 3 and time.monotonic() - started < 3.5, time.monotonic() - started
-    assert trace_records(workspace / "t.jsonl")[-1]["status"] == "deadline"
+    started, process = time.monotonic(), start(workspace, server, "--stream", "--deadline", "5", "Say")
+    assert process.wait(60) == 3 and time.monotonic() - started < 3 * (5 + GRACE), time.monotonic() - started
+    assert end_of(workspace)["status"] == "deadline"
 
 
-@pytest.mark.phase(5)
+@pytest.mark.phase(8)
 def test_sigterm_ends_a_run_whose_output_is_blocked(workspace, server):
-    """SIGTERM while standard output is blocked: the run ends at once (143), interrupted, its trace complete."""
+    """SIGTERM while standard output is blocked and no deadline is set: exit 143 within three times the report's
+    grace, status interrupted, the trace complete."""
     process = blocked_run(workspace, server)
-    time.sleep(1.5)
+    assert wait_for(lambda: (workspace / "t.jsonl").exists() and '"reply"' in (workspace / "t.jsonl").read_text())
+    time.sleep(0.5)  # the first line is being written now, and waits for a reader
     process.send_signal(signal.SIGTERM)
-    assert process.wait(3) == 143
-    assert trace_records(workspace / "t.jsonl")[-1]["status"] == "interrupted"
+    began = time.monotonic()
+    assert process.wait(60) == 143 and time.monotonic() - began < 3 * GRACE + 1, time.monotonic() - began
+    assert end_of(workspace)["status"] == "interrupted"
 
 
-@pytest.mark.phase(5)
+@pytest.mark.phase(6)
 def test_an_approval_nobody_answers_meets_the_deadline(workspace, server):
-    """A question nobody answers (standard input open, silent) under --deadline 2: the run ends on time, status
+    """A question nobody answers (standard input open, silent) under --deadline 6: exit 3 on time, status
     deadline, nothing run, the call answered in the trace."""
     server.push(tool_calls(("run_shell", {"command": "rm notes.txt"})), "Removed.")
     (workspace / "notes.txt").write_text("buy milk\n")
     started = time.monotonic()
-    process = subprocess.Popen([sys.executable, "harness.py", "--trace", "t.jsonl", "--deadline", "2", "Remove"],
-                               cwd=workspace, env=clean_env(**groq_env(server)), stdin=subprocess.PIPE,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    process.wait(10)  # standard input stays open: nobody answers, nobody hangs up
-    stderr = process.stderr.read()
-    assert process.returncode == 3 and time.monotonic() - started < 3.5 and "Traceback" not in stderr, stderr
+    process = start(workspace, server, "--deadline", "6", "Remove", stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    process.wait(60)  # standard input stays open: nobody answers, nobody hangs up
+    stderr = process.stderr.read().decode()
+    assert process.returncode == 3 and time.monotonic() - started < 3 * (6 + GRACE), stderr
+    assert "Traceback" not in stderr, stderr
     records = trace_records(workspace / "t.jsonl")
     assert records[-1]["status"] == "deadline" and [r["type"] for r in records].count("tool") == 1, records
     assert (workspace / "notes.txt").exists()
 
 
+@pytest.mark.phase(8)
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 @pytest.mark.parametrize("redirect, code", [(">/dev/full", 1), (">&-", 1), ("2>/dev/full", 0), ("2>&-", 0)])
 def test_output_that_cannot_be_written_ends_in_a_status(workspace, server, redirect, code):
@@ -231,10 +281,23 @@ def test_output_that_cannot_be_written_ends_in_a_status(workspace, server, redir
     run goes on without it, and answers (exit 0)."""
     server.push(tool_calls(("list_dir", {"path": "."})), "Listed.")
     done = subprocess.run(f'"{sys.executable}" harness.py --trace t.jsonl "List" {redirect}', shell=True,
-                          cwd=workspace, env=clean_env(**groq_env(server)), capture_output=True, text=True, timeout=30)
+                          cwd=workspace, env=clean_env(**groq_env(server)), capture_output=True, text=True, timeout=60)
     assert done.returncode == code and "Traceback" not in done.stderr + done.stdout, done.stderr
-    assert trace_records(workspace / "t.jsonl")[-1]["type"] == "end"
+    assert end_of(workspace)["type"] == "end"
     assert ("Listed." in done.stdout) if code == 0 else ("standard output" in done.stderr)
+
+
+@pytest.mark.phase(8)
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("redirect", [">/dev/full", ">&-"])
+def test_an_answer_that_cannot_be_printed_is_no_success(workspace, server, redirect):
+    """A run that answers at once, with standard output full or closed: the answer is lost, so exit 1, said on
+    stderr; the trace's end record says what the run did (answered)."""
+    server.push("Hi.")
+    done = subprocess.run(f'"{sys.executable}" harness.py --trace t.jsonl "Hi" {redirect}', shell=True,
+                          cwd=workspace, env=clean_env(**groq_env(server)), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "standard output" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert end_of(workspace)["status"] == "answered"
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
@@ -246,11 +309,11 @@ def test_a_trace_that_is_no_regular_file_is_an_error_at_once(workspace, server, 
     held = os.open(workspace / "pipe", os.O_RDONLY | os.O_NONBLOCK) if reader else None
     server.push("Hi." * 50_000)
     try:
-        result = run_python(workspace, "harness.py", "--trace", "pipe", "Hi", env=groq_env(server), timeout=10)
+        result = run_python(workspace, "harness.py", "--trace", "pipe", "Hi", env=groq_env(server), timeout=30)
     finally:
         held is None or os.close(held)
     assert result.returncode == 1 and "trace" in result.stderr and "Traceback" not in result.stderr, result.stderr
-    assert "regular file" in result.stderr or "No such device" in result.stderr, result.stderr
+    assert "regular file" in result.stderr, result.stderr
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="file names there are always text")
@@ -264,49 +327,101 @@ def test_a_file_name_that_is_not_utf8_leaves_a_history_that_continues(harness, s
     continues(harness, server, result)
 
 
+def broken_stream_server(how):
+    """A server on 127.0.0.1 that answers every request with a chunked stream of one text chunk (and a finish chunk
+    when how ends in "-after-finish"), then closes the connection in mid-body ("close") or stops sending ("stall").
+    Returns its URL; it serves until the test ends."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    events = [{"choices": [{"index": 0, "delta": {"content": "Hello."}, "finish_reason": None}]}]
+    if how.endswith("-after-finish"):
+        events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+
+    def answer(connection):
+        received = b""
+        while b"\r\n\r\n" not in received:
+            received += connection.recv(65536)
+        connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                           b"Transfer-Encoding: chunked\r\n\r\n")
+        for event in events:
+            data = f"data: {json.dumps(event)}\n\n".encode()
+            connection.sendall(b"%x\r\n%s\r\n" % (len(data), data))
+        if how.startswith("stall"):
+            time.sleep(30)
+        connection.close()  # without the last, empty chunk: the body is cut
+
+    def serve():
+        while True:
+            threading.Thread(target=answer, args=(listener.accept()[0],), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+
+
+@pytest.mark.phase(8)
+@pytest.mark.parametrize("how, status", [("close", "provider_error"), ("stall", "provider_error"),
+                                         ("close-after-finish", "answered")])
+def test_a_stream_that_breaks_off_is_asked_again_unless_it_had_finished(harness, load, how, status):
+    """A stream whose connection breaks, or stalls past TIMEOUT, in mid-body: a broken reply, asked again, then a
+    provider_error naming it, never a traceback. One that breaks off after its finish_reason is whole: answered."""
+    load("backend").TIMEOUT = 1
+    backend = {"name": "groq", "base_url": broken_stream_server(how), "api_key": "x", "model": "m"}
+    notes = []
+    result = harness.run("Hi", backend=backend, on_text=notes.append)
+    assert result.status == status, result.error
+    if status == "answered":
+        assert result.answer == "Hello.", result
+    else:
+        assert "broke off" in result.error, result.error
+
+
+@pytest.mark.phase(8)
 @pytest.mark.skipif(sys.platform == "win32", reason="arguments there are always text")
 def test_a_task_in_bytes_that_are_not_utf8_is_sent(workspace, server):
     """A task typed in another encoding (a byte that is not UTF-8): sent with the byte replaced, answered."""
     server.push("Hi.")
     done = subprocess.run([sys.executable, "harness.py", b"Say \xff hi"], cwd=workspace, capture_output=True,
-                          env=clean_env(**groq_env(server)), timeout=30)
+                          env=clean_env(**groq_env(server)), timeout=60)
     assert done.returncode == 0 and len(server.requests) == 1, done.stderr.decode(errors="replace")
 
 
+@pytest.mark.phase(2)
 def test_output_the_terminal_cannot_encode_is_spelled_out(workspace, server):
     """Standard output in ASCII (PYTHONIOENCODING=ascii) and an answer that is not: printed with the character
     spelled out, exit 0, no traceback."""
     server.push("Caf\u00e9 \u2713")
     done = subprocess.run([sys.executable, "harness.py", "Say"], cwd=workspace, capture_output=True, text=True,
-                          env=clean_env(**groq_env(server), PYTHONIOENCODING="ascii"), timeout=30)  # a new interpreter
+                          env=clean_env(**groq_env(server), PYTHONIOENCODING="ascii"), timeout=60)  # a new interpreter
     assert done.returncode == 0 and "Caf\\xe9" in done.stdout and "Traceback" not in done.stderr, done.stderr
 
 
-@pytest.mark.phase(5)
+@pytest.mark.phase(7)
 def test_a_server_too_slow_is_named_slow_not_unreachable(harness, server, load):
-    """A server that answers, only too slowly for TIMEOUT (a local model warming up): the message says it did not
-    finish in time and how to allow more, not that it could not be reached."""
-    backend = load("backend")
-    backend.TIMEOUT, backend.RETRIES = 0.5, 1
-    server.push(*[{"content": "slowly", "trickle_forever": 0.1}] * 2)
+    """A server that answers, only too slowly for TIMEOUT (a local model warming up): the message names TIMEOUT,
+    the setting to raise, and does not say that the server could not be reached."""
+    load("backend").TIMEOUT = 0.5
+    server.push(*[{"delay": 2, "content": "late"}] * 3)
     result = harness.run("Hi", backend=scripted_backend(server))
-    assert result.status == "provider_error" and "did not finish answering within" in result.error, result.error
+    assert result.status == "provider_error" and "within" in result.error, result.error
     assert "Could not reach" not in result.error and "TIMEOUT" in result.error, result.error
 
 
+@pytest.mark.phase(6)
 def test_reading_far_into_a_file_of_short_lines_meets_the_deadline(workspace, server):
-    """read_file at line 19,000,000 of a file of 20 million empty lines: the lines before it are counted a
-    megabyte at a time, so the call answers at once and the run ends answered, well inside --deadline 3."""
+    """read_file at line 19,000,000 of a file of 20 million empty lines looks through its first MAX_SCAN bytes a
+    line at a time, which takes seconds: under --deadline 2 the run still ends on time, status deadline, the call
+    answered. (Before the re-cut, the lines were counted a megabyte at a time and the call answered at once.)"""
     with open(workspace / "lines.txt", "wb") as file:
         file.write(b"\n" * 20_000_000)
     server.push(tool_calls(("read_file", {"path": "lines.txt", "offset": 19_000_000, "limit": 2})), "Read.")
-    result = run_python(workspace, "harness.py", "--trace", "t.jsonl", "--deadline", "3", "Read",
+    started = time.monotonic()
+    result = run_python(workspace, "harness.py", "--trace", "t.jsonl", "--deadline", "2", "Read",
                         env=groq_env(server))
-    assert result.returncode == 0, result.stderr
-    assert "lines 19000000-19000001 of 20000000" in trace_records(workspace / "t.jsonl")[2]["result"]
+    assert result.returncode == 3 and time.monotonic() - started < 3 * (2 + GRACE), result.stderr
+    records = trace_records(workspace / "t.jsonl")
+    assert records[-1]["status"] == "deadline" and [r["type"] for r in records].count("tool") == 1, records
 
 
-@pytest.mark.phase(3)
+@pytest.mark.phase(4)
 @pytest.mark.files("guards.py", "tools.py")
 def test_a_write_too_long_to_diff_says_so_at_once(load, workspace):
     """A write whose file has more lines than MAX_DIFF_LINES, before or after: the question gives the counts
@@ -318,27 +433,39 @@ def test_a_write_too_long_to_diff_says_so_at_once(load, workspace):
     assert question.startswith("Write cycle.txt: 20000 lines replaced by 20000, too many to show a diff"), question
 
 
-@pytest.mark.phase(7)
+@pytest.mark.phase(10)
 @pytest.mark.parametrize("schema", [
     '{"type": "object", "properties": {"a": {"type": ["string", "null"]}}}',
-    '{"type": "object", "properties": {"a": {"enum": []}}}',
     '{"type": "object", "properties": {"a": {"enum": [NaN]}}}',
     '{"type": "object", "properties": {"a": {"type": "string"}}, "required": 5}',
-    '{"type": "object", "properties": {"_a": {"type": "string"}}}',
     '{"type": "object", "title": 7, "properties": {}}',
     "[1]",
-    '{"type": "object", "properties": {"a": ' * 40 + '{"type": "string"}' + "}}" * 40,
-], ids=["type-list", "empty-enum", "nan", "required-number", "underscore", "title-number", "a-list", "deep"])
+], ids=["type-list", "nan", "required-number", "title-number", "a-list"])
 def test_a_schema_the_harness_cannot_use_is_a_usage_error(workspace, schema):
-    """--output-schema with a shape the harness cannot use (a type list, an empty enum, NaN, a leading underscore,
-    objects nested 40 deep, ...): a usage message naming the file and the reason, exit 2, never a traceback."""
+    """--output-schema with a shape the harness cannot use (a type list, NaN, a required that is no list, a title
+    that is no text, no object at all): a usage message naming the file and the reason, exit 2, never a
+    traceback."""
     (workspace / "schema.json").write_text(schema)
     result = run_python(workspace, "harness.py", "--output-schema", "schema.json", "Hi", env={"BACKEND": "demo"})
     assert result.returncode == 2 and "--output-schema schema.json" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr, result.stderr
 
 
-@pytest.mark.phase(5)
+@pytest.mark.phase(10)
+@pytest.mark.parametrize("schema", [
+    '{"type": "object", "properties": {"a": {"enum": []}}}',
+    '{"type": "object", "properties": {"_a": {"type": "string"}}}',
+    '{"type": "object", "properties": {"a": ' * 40 + '{"type": "string"}' + "}}" * 40,
+], ids=["empty-enum", "underscore", "deep"])
+def test_a_schema_at_the_edge_of_what_the_harness_takes_still_ends_in_a_status(workspace, schema):
+    """An empty enum, a property with a leading underscore, objects nested 40 deep: usage errors before the re-cut,
+    now schemas the harness takes. A run with one answers (the demo gives an empty object), never a traceback."""
+    (workspace / "schema.json").write_text(schema)
+    result = run_python(workspace, "harness.py", "--output-schema", "schema.json", "Hi", env={"BACKEND": "demo"})
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+
+
+@pytest.mark.phase(10)
 def test_options_that_are_no_json_or_clash_with_the_loop(harness, server):
     """options={"temperature": NaN} cannot be sent: one message saying so, no request, no retries blamed on the
     server. options={"stream": True} is the loop's to decide: it is left out, and the run answers."""

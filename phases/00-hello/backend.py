@@ -108,8 +108,8 @@ def client(base_url, api_key):
     try:
         http = openai.DefaultHttpxClient(trust_env=not local)
     except ImportError as error:  # ALL_PROXY=socks5://... needs a package the HTTP library does not bring
-        raise BackendError(f"A proxy in your environment cannot be used: {error}. Install what it names, or unset "
-                           "ALL_PROXY (and HTTPS_PROXY).") from None
+        raise BackendError(f"A proxy in your environment cannot be used: {str(error).rstrip('.')}. Install what it "
+                           "names, or unset ALL_PROXY (and HTTPS_PROXY).") from None
     return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=TIMEOUT, http_client=http)
 
 

@@ -62,7 +62,7 @@ def run_shell(command):
 def run_command(command, shell=False):
     """Run a list of words (or, with shell, a command line) in the workspace; its exit code and output."""
     result = subprocess.run(command, shell=shell, cwd=guards.WORKSPACE, capture_output=True, text=True,
-                            errors="replace", timeout=TIMEOUT)
+                            errors="replace", timeout=TIMEOUT, stdin=subprocess.DEVNULL)  # the y/N answers are yours
     return truncate(f"exit code {result.returncode}\n{result.stdout}{result.stderr}")
 
 

@@ -142,7 +142,8 @@ def list_dir(path: str = ".") -> str:
     """Return the names in a workspace directory, one per line; directories end with '/'."""
     with os.scandir(guards.inside_workspace(path)) as entries:
         names = sorted(e.name + "/" if e.is_dir(follow_symlinks=False) else e.name for e in entries)
-    return truncate("\n".join(names) or "(empty directory)")
+    listing = "\n".join(names) or "(empty directory)"  # a name in bytes that are no UTF-8 has lone surrogates,
+    return truncate(listing.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))  # which JSON cannot carry
 
 
 def run_shell(command: str) -> str:
@@ -157,11 +158,18 @@ def run_shell(command: str) -> str:
 def write_file(path: str, content: str) -> str:
     """Replace a workspace file's text with content (creating it if needed). The harness runs it only once a
     person approved the diff that write_question() showed."""
+    full = writable(path)
+    full.write_bytes(content.encode("utf-8", errors="replace"))  # bytes: exactly what the diff showed
+    return f"wrote {len(content)} characters to {path}"
+
+
+def writable(path):
+    """The real place of a workspace file the model may write: no secret, and none of the harness's own files,
+    refused before anyone is asked."""
     full = guards.inside_workspace(path)
     if any(full.is_relative_to(protected) for protected in shell.PROTECTED):
         raise guards.Refused(f"{path} is one of the harness's own files, which the model may not change")
-    full.write_bytes(content.encode("utf-8", errors="replace"))  # bytes: exactly what the diff showed
-    return f"wrote {len(content)} characters to {path}"
+    return full
 
 
 def write_question(path, content):
@@ -170,7 +178,7 @@ def write_question(path, content):
     Example: write_question("a.txt", "new\\n") where a.txt holds "old\\n" ->
              "Write a.txt: +1 -1 lines\\n--- a/a.txt\\n+++ b/a.txt\\n@@ -1 +1 @@\\n-old\\n+new\\n" "Write a.txt: +1 -1 lines"
     """
-    full = guards.inside_workspace(path)
+    full = writable(path)
     name = guards.shown(str(full.relative_to(guards.WORKSPACE.resolve())), one_line=True)
     if full.is_file() and full.stat().st_size > MAX_SCAN:
         return f"Write {name}: {full.stat().st_size} bytes replaced by {len(content)} characters, too big to diff"

@@ -24,7 +24,7 @@ import guards
 import shell
 from backend import BACKENDS, ENV_FILE, BackendError, chat, choose, known_secrets
 from guards import ToolError, mask, shown
-from tools import TOOLS, check_call, plan, truncate
+from tools import MAX_COMMAND, TOOLS, check_call, plan, truncate
 
 MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
 MAX_TOOL_CALLS = 30  # tool calls per task, refused ones included
@@ -255,7 +255,7 @@ def meaning(call):
         args = check_call(call.function.name, call.function.arguments)
         if "path" in args:
             args["path"] = os.path.normpath(args["path"])
-        if "command" in args:
+        if "command" in args and len(args["command"]) <= MAX_COMMAND:  # a longer one is refused unread, as sent
             args["command"] = shlex.split(args["command"], posix=os.name != "nt")
     except (ToolError, ValueError):  # a broken call, an unclosed quote: compared as it was sent
         return call.function.name, call.function.arguments

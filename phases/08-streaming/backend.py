@@ -137,8 +137,8 @@ def client(base_url, api_key):
     try:
         http = openai.DefaultHttpxClient(trust_env=not local)
     except ImportError as error:  # ALL_PROXY=socks5://... needs a package the HTTP library does not bring
-        raise BackendError(f"A proxy in your environment cannot be used: {error}. Install what it names, or unset "
-                           "ALL_PROXY (and HTTPS_PROXY).") from None
+        raise BackendError(f"A proxy in your environment cannot be used: {str(error).rstrip('.')}. Install what it "
+                           "names, or unset ALL_PROXY (and HTTPS_PROXY).") from None
     return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=TIMEOUT, http_client=http, max_retries=RETRIES)
 
 
@@ -188,7 +188,7 @@ def streamed(api, request, on_text):
     try:
         if "json" in stream.response.headers.get("content-type", ""):  # an error, sent as JSON and not as a stream
             raise BrokenReply(f"the server answered with JSON: {stream.response.read()[:300].decode(errors='replace')}")
-        for line in stream.response.iter_lines():
+        for line in lines(stream.response):
             if len(content) > MAX_REPLY_CHARS or len(calls) > MAX_REPLY_CALLS:
                 finish = "length"  # enough: reading on would only fill memory and time
                 break
@@ -209,14 +209,28 @@ def streamed(api, request, on_text):
                 finish = choice.get("finish_reason") or finish
     except (ValueError, AttributeError, TypeError) as error:  # JSON that is no chunk
         raise BrokenReply(f"a stream chunk that is no chunk ({str(error)[:100]})") from None
-    except openai.APIError as error:  # the connection broke
-        raise BrokenReply(f"the stream broke off: {error}") from None
+    except BrokenReply:
+        if finish is None:  # one that broke off after its finish_reason is whole
+            raise
     finally:
         stream.response.close()
     if finish is None:
         raise BrokenReply("the stream ended before the model finished")
     return checked({"choices": [{"message": {"content": content or None, "tool_calls": calls or None},
                                  "finish_reason": finish}], "usage": usage})
+
+
+def lines(response):
+    """The response's lines, as they arrive. Once a reply has begun, the HTTP library raises errors of its own (a
+    dropped connection, a wait past TIMEOUT), which the openai package does not wrap: each is a BrokenReply."""
+    reading = response.iter_lines()
+    while True:
+        try:
+            yield next(reading)
+        except StopIteration:
+            return
+        except Exception as error:  # whatever the HTTP library met
+            raise BrokenReply(f"the stream broke off: {str(error)[:200]}") from None
 
 
 def add_piece(calls, piece):

@@ -25,7 +25,7 @@ import guards
 import shell
 from backend import BACKENDS, ENV_FILE, BackendError, chat, choose, known_secrets
 from guards import ToolError, mask, shown
-from tools import TOOLS, check_call, plan, truncate
+from tools import MAX_COMMAND, TOOLS, check_call, plan, truncate
 
 MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
 MAX_TOOL_CALLS = 30  # tool calls per task, refused ones included
@@ -259,7 +259,7 @@ def meaning(call):
         args = check_call(call.function.name, call.function.arguments)
         if "path" in args:
             args["path"] = os.path.normpath(args["path"])
-        if "command" in args:
+        if "command" in args and len(args["command"]) <= MAX_COMMAND:  # a longer one is refused unread, as sent
             args["command"] = shlex.split(args["command"], posix=os.name != "nt")
     except (ToolError, ValueError):  # a broken call, an unclosed quote: compared as it was sent
         return call.function.name, call.function.arguments
@@ -464,8 +464,9 @@ def main(argv=None):
                  else None)
     on_signals(signal.SIG_IGN)  # the run is over: a late signal changes nothing
     code = SIGNAL_EXIT[signal.Signals(received[0]).name] if received else EXIT_CODES[result.status]
-    try:
-        report(result, args.stream, STARTED + args.deadline + GRACE if args.deadline else None)
+    try:  # after a signal, the report gets GRACE seconds too: the terminal may be what the run was stuck in
+        report(result, args.stream, time.monotonic() + GRACE if received else
+               STARTED + args.deadline + GRACE if args.deadline else None)
     except Stop as stop:  # what could not be written is lost; the status stands, but an unseen answer is no success
         tell(f"error: {stop.error}")
         code = code or EXIT_CODES[stop.status]

@@ -26,7 +26,7 @@ import guards
 import shell
 from backend import BACKENDS, ENV_FILE, BackendError, chat, choose, known_secrets
 from guards import ToolError, mask, shown
-from tools import JSON_TYPES, TOOLS, BadCall, check_call, plan, truncate
+from tools import JSON_TYPES, MAX_COMMAND, TOOLS, BadCall, check_call, plan, truncate
 
 MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
 MAX_TOOL_CALLS = 30  # tool calls per task, refused ones included
@@ -36,8 +36,7 @@ TRACE_CHARS = 20_000  # longest text kept in one field of the trace; the rest is
 GRACE = 1  # seconds past the deadline that a command stopped by it (or the run's report) has to finish
 OUTPUT_TRIES = 3  # answers that do not fit the output schema before the run ends as invalid_output
 FINAL_TOOL = "final_answer"  # the tool a model gives an answer with a shape to
-# What problem() checks in an output schema, or what changes nothing, and the shape each takes; anything else (a
-# $ref, an anyOf, a list of types) is refused: the answer would not be checked against it
+# the words of an output schema that problem() checks, or that change nothing, each in its shape; others are refused
 SCHEMA_WORDS = {"type": str, "properties": dict, "required": list, "items": dict, "enum": list, "description": str,
                 "title": str, "default": object, "examples": list, "additionalProperties": bool}
 SAME_CALL_LIMIT = 3  # the same call in this many turns in a row: the model is told; once more and the run stops
@@ -136,9 +135,8 @@ def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=N
     """Run one task until it ends, and return a Result whose status says how it ended. approve(question)
     decides the calls that need a person (only True means yes); limits is a Limits; trace a file name for the
     JSONL trace; started the time.monotonic() the deadline counts from (default: now); history an earlier
-    result.messages to go on from; on_text, given, has the reply streamed to it as it arrives; options go into
-    every request (tool_choice into the first only); output is a JSON schema the answer must fit, given by a
-    call of FINAL_TOOL."""
+    result.messages to go on from; on_text hears the reply as it streams; options go into every request
+    (tool_choice into the first only); output is a JSON schema the answer must fit, given by a call of FINAL_TOOL."""
     limits, started = limits or Limits(), started or time.monotonic()
     result = Result(messages=[*(history or [{"role": "system", "content": SYSTEM}]), {"role": "user", "content": task}])
     settings = Settings(backend, approve, limits, limits.deadline and started + limits.deadline, Trace(), on_text,
@@ -293,7 +291,7 @@ def meaning(call):
         args = check_call(call.function.name, call.function.arguments)
         if "path" in args:
             args["path"] = os.path.normpath(args["path"])
-        if "command" in args:
+        if "command" in args and len(args["command"]) <= MAX_COMMAND:  # a longer one is refused unread, as sent
             args["command"] = shlex.split(args["command"], posix=os.name != "nt")
     except (ToolError, ValueError):  # a broken call, an unclosed quote: compared as it was sent
         return call.function.name, call.function.arguments
@@ -547,8 +545,9 @@ def main(argv=None):
                  else None, options=options, output=args.output)
     on_signals(signal.SIG_IGN)  # the run is over: a late signal changes nothing
     code = SIGNAL_EXIT[signal.Signals(received[0]).name] if received else EXIT_CODES[result.status]
-    try:
-        report(result, args.stream, STARTED + args.deadline + GRACE if args.deadline else None)
+    try:  # after a signal, the report gets GRACE seconds too: the terminal may be what the run was stuck in
+        report(result, args.stream, time.monotonic() + GRACE if received else
+               STARTED + args.deadline + GRACE if args.deadline else None)
     except Stop as stop:  # what could not be written is lost; the status stands, but an unseen answer is no success
         tell(f"error: {stop.error}")
         code = code or EXIT_CODES[stop.status]

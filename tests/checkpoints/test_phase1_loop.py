@@ -1,11 +1,14 @@
-"""Phase 1, the loop: the model chains tool calls without help and answers; each failure becomes a tool result.
-Checked through the command line, chat(), the tools, and what the offline model receives."""
+"""Phase 1, the loop: the model chains tool calls without help and answers; each failure becomes a tool result;
+what goes back to the server is built by hand. Checked through the command line, chat(), run(), and what the
+offline model receives."""
 import json
 
 import pytest
 from helpers import answer_of, groq_env, run_python, scripted_backend
 
 PHASE = 1
+FILES = ("backend.py", "tools.py", "probe.py", "harness.py")
+SENT_BACK = {"role", "content", "tool_calls"}  # the fields of an assistant message the lesson sends back
 TASK = "List the files here, then read backend.py and tell me which model it calls."
 
 
@@ -55,19 +58,22 @@ def test_probe_prints_one_raw_tool_call(workspace):
 
 
 def test_chat_returns_a_reply_that_carries_the_tool_calls(load, server):
-    """chat(messages, tools=TOOLS, backend=...) sends the tools and gives back the reply with its tool calls."""
+    """chat(messages, tools=TOOLS, backend=...) sends the tools as they are and returns the whole response: the
+    reply, response.choices[0].message, carries the tool calls."""
     backend, tools = load("backend"), load("tools")
     server.push({"tool_calls": [call("list_dir", {"path": "."}, id="c1")]})
-    settings = {"name": "groq", "base_url": server.url, "api_key": "gsk_test", "model": "openai/gpt-oss-120b"}
-    reply = backend.chat([{"role": "user", "content": "List"}], tools=tools.TOOLS, backend=settings)
-    message = getattr(reply, "choices", [reply])[0]
-    message = getattr(message, "message", message)  # phase 4 on, chat() returns the whole response
+    response = backend.chat([{"role": "user", "content": "List"}], tools=tools.TOOLS,
+                            backend=scripted_backend(server))
+    assert hasattr(response, "choices"), f"return the whole response, not {type(response).__name__} (step 1)"
+    message = response.choices[0].message
     assert message.tool_calls[0].id == "c1" and message.tool_calls[0].function.name == "list_dir"
     assert server.requests[-1]["body"]["tools"] == tools.TOOLS, "the request carries TOOLS as they are"
 
 
-def test_the_loop_never_echoes_reasoning_back(loop, server):
-    """A three-step run against a Groq-like server: every reply's `reasoning` is left out of what goes back."""
+def test_each_reply_goes_back_rebuilt_with_role_content_and_tool_calls_only(loop, server):
+    """A three-step run whose replies carry `reasoning`: each goes back as an assistant message of `role`,
+    `content` and `tool_calls` only (each call: `id`, `type`, `function` with `name` and `arguments`), followed by
+    its tool message; the tools go with every request."""
     server.push({"tool_calls": [call("list_dir", {"path": "."})], "reasoning": "Look first."},
                 {"tool_calls": [call("read_file", {"path": "backend.py"})], "reasoning": "Now read it."},
                 {"content": "It calls openai/gpt-oss-120b.", "reasoning": "Done."})
@@ -78,6 +84,12 @@ def test_the_loop_never_echoes_reasoning_back(loop, server):
     last = server.requests[-1]["body"]["messages"]
     assert [m["role"] for m in last][-4:] == ["assistant", "tool", "assistant", "tool"]
     assert "def " in last[-1]["content"] or "BACKENDS" in last[-1]["content"], "the tool result is the file"
+    for sent in (m for m in last if m["role"] == "assistant"):
+        extra = set(sent) - SENT_BACK
+        calls = [(set(c) - {"id", "type", "function"}) | (set(c["function"]) - {"name", "arguments"})
+                 for c in sent.get("tool_calls") or []]
+        assert not extra and not any(calls), (
+            f"step 5: build the assistant message by hand; it went back with {sorted(extra) or calls} as well: {sent}")
 
 
 def test_parallel_calls_each_get_a_tool_message_with_their_id(loop, workspace, server):
@@ -109,6 +121,19 @@ def test_tool_failures_come_back_as_error_results_and_the_run_goes_on(loop, serv
     assert "web_search" in results["unknown"] and "missing.txt" in results["raises"]
 
 
+def test_long_arguments_are_cut_on_screen_and_sent_back_whole(loop, server, capsys):
+    """A call whose arguments are 512 characters: its `[1] read_file ...` line shows the first 200 (SHOWN_CHARS)
+    and says how many more there were (312); the model gets them whole."""
+    arguments = json.dumps({"path": "a" * 500})
+    server.push({"tool_calls": [call("read_file", arguments)]}, "done")
+    assert answer_of(loop.run("Read it", backend=scripted_backend(server))) == "done"
+    line = next((line for line in capsys.readouterr().out.splitlines() if line.startswith("[1] read_file")), "")
+    assert arguments[:200] in line and arguments not in line and "312" in line, (
+        f"step 4: print the arguments cut to 200 characters, then how many more (312); it printed {line!r}")
+    sent = [c for m in server.requests[1]["body"]["messages"] for c in m.get("tool_calls") or []]
+    assert sent[0]["function"]["arguments"] == arguments, "the arguments go back to the model whole"
+
+
 def test_broken_arguments_are_sent_back_as_valid_json(loop, server):
     """Arguments that are "" or broken JSON go back to the server as valid JSON (it rejects anything else)."""
     server.push({"tool_calls": [call("list_dir", "")]}, {"tool_calls": [call("list_dir", "{oops")]}, "ok")
@@ -120,14 +145,17 @@ def test_broken_arguments_are_sent_back_as_valid_json(loop, server):
 
 
 def test_the_step_limit_stops_a_model_that_never_answers(workspace, server, load):
-    """A model that only ever calls tools gets MAX_STEPS requests, then the run stops: exit 3, `stopped:`."""
+    """A model that only ever calls tools gets MAX_STEPS requests, then the run stops: a line on standard output
+    that starts with `stopped:` and mentions the step limit, exit 3."""
     max_steps = load("harness").MAX_STEPS
     server.push(*[{"tool_calls": [call("read_file", {"path": "backend.py", "limit": n + 1})]}
                   for n in range(max_steps + 1)])
     result = harness(workspace, "Loop forever", env=groq_env(server))
     assert len(server.requests) == max_steps, f"{len(server.requests)} requests for MAX_STEPS = {max_steps}"
-    assert result.returncode == 3 and "stopped:" in result.stdout and "step limit" in result.stdout, \
-        "exit 3, and `stopped: hit the step limit ...` printed on standard output (print(), not stderr)" + shown(result)
+    stopped = [line for line in result.stdout.splitlines() if line.startswith("stopped:") and "step limit" in line]
+    assert result.returncode == 3 and stopped, (
+        "exit 3, and a line such as `stopped: hit the step limit (MAX_STEPS = 10)` on standard output (print(), "
+        f"not stderr) (step 7).{shown(result)}")
 
 
 def test_the_command_line_needs_a_task_and_a_usable_backend(workspace):

@@ -135,6 +135,8 @@ def test_without_a_sandbox_one_line_says_so_and_yes_asks(project, server, monkey
     monkeypatch.setenv("PATH", str(bare))
     found, done = results(project, server, "touch made.txt")
     notes = [line for line in done.stderr.splitlines() if line.startswith("note: no sandbox")]
-    assert len(notes) == 1 and not (project / "made.txt").exists() and "declined" in found[0], done.stderr
+    assert len(notes) == 1 and not (project / "made.txt").exists() and "declined" in found[0], (
+        f"one note, and the command asked and declined; the model got {found}; stderr: {done.stderr}")
     found, done = results(project, server, "touch made.txt", args=("--yes", "--sandbox", "off"))
-    assert (project / "made.txt").exists() and "note: no sandbox" not in done.stderr, done.stderr
+    assert (project / "made.txt").exists() and "note: no sandbox" not in done.stderr, (
+        f"with --sandbox off and --yes, `touch made.txt` should run; the model got {found}; stderr: {done.stderr}")

@@ -8,6 +8,13 @@ For every bug it copies phase1/ and demo_model.py to a temporary folder, applies
 TASK = "List the files here, then read backend.py and tell me which model it calls."
 
 BUGS = {
+    "reply_not_taken_from_the_response": {  # chat() returns the whole response
+        "file": "harness.py",
+        "old": "chat(convo.messages, tools=TOOLS, backend=backend).choices[0].message",
+        "new": "chat(convo.messages, tools=TOOLS, backend=backend)",
+        "symptom": "AttributeError: 'ChatCompletion' object has no attribute 'content'",
+        "exit": 1,
+    },
     "returns_after_tools": {  # one `[1] ...` line, then an empty answer, exit 0
         "file": "harness.py",
         "old": "            convo.add_result(call, call_tool(call.function.name, call.function.arguments))\n",
@@ -32,11 +39,11 @@ BUGS = {
                    "of previous message",
         "exit": 1,
     },
-    "sdk_object_sent_back": {
+    "model_dump_sent_back": {  # model_dump() adds refusal, annotations and audio, which Groq refuses
         "file": "harness.py",
         "old": "        self.messages.append(plain)\n",
         "new": "        self.messages.append(message.model_dump())\n",
-        "symptom": "property 'reasoning' is unsupported",
+        "symptom": "property 'refusal' is unsupported",
         "exit": 1,
     },
     "tools_only_on_first_request": {

@@ -6,6 +6,7 @@ Picks Groq, OpenAI, Ollama or any OpenAI-compatible server from BACKEND / keys /
 """
 import os
 import sys
+import urllib.request
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -23,6 +24,7 @@ BACKENDS = {
     "demo": {"base_url": None, "key_var": None, "model": "demo"},  # demo_model.py, launched when needed
 }
 KEYED = [name for name, spec in BACKENDS.items() if spec["key_var"]]
+THIS_MACHINE = {"localhost", "127.0.0.1", "::1"}  # reached directly, whatever proxy the environment names
 
 
 class BackendError(Exception):
@@ -48,29 +50,37 @@ def launch_offline_model():
     return demo_model.start().url
 
 
+def checked_url(url):
+    """BASE_URL as given (spaces around it dropped), or None when unset; a BackendError when it is no http(s) URL."""
+    url = (url or "").strip() or None
+    if url and (urlparse(url).scheme not in ("http", "https") or not urlparse(url).netloc):
+        raise BackendError(f"BASE_URL={url!r} is not a URL I can send requests to: it needs to start with "
+                           "http:// or https://, for example http://localhost:1234/v1.")
+    return url
+
+
 def choose(name=None, model=None, base_url=None):
     """Decide which server, key and model to use; the arguments win over the environment."""
+    base_url = checked_url(base_url or setting("BASE_URL"))
     name = name or setting("BACKEND")
     if not name:
         name = next((n for n in KEYED if setting(BACKENDS[n]["key_var"])), "demo")
         if name == "demo":
             looked = " and ".join(BACKENDS[n]["key_var"] for n in KEYED)
+            target = (f"the server at {base_url} (your BASE_URL), with no key" if base_url else
+                      "the offline demo model, which only understands simple file tasks")
             print(f"note: no API key found (looked for {looked} in {ENV_FILE} and the environment), so this runs "
-                  "on the offline demo model, which only understands simple file tasks.", file=sys.stderr)
+                  f"on {target}.", file=sys.stderr)
     if name not in BACKENDS:
         raise BackendError(f"BACKEND={name!r} is not a backend I know. Use one of: {', '.join(BACKENDS)} "
                            "(or leave BACKEND unset to pick by the key you have).")
     spec = BACKENDS[name]
-    base_url = base_url or setting("BASE_URL")
     key_var = spec["key_var"]
     api_key = (setting(key_var) if key_var else None) or setting("API_KEY")
     if key_var and not api_key:
         raise BackendError(f"The {name} backend needs an API key, but {key_var} is not set in {ENV_FILE} or the "
                            f"environment. Put {key_var}=... in .env (README.md tells where to get one), "
                            "or unset BACKEND to fall back on the offline demo model.")
-    if base_url and (urlparse(base_url).scheme not in ("http", "https") or not urlparse(base_url).netloc):
-        raise BackendError(f"BASE_URL={base_url!r} is not a URL I can send requests to: it needs to start with "
-                           "http:// or https://, for example http://localhost:1234/v1.")
     return {
         "name": name,
         "base_url": base_url or spec["base_url"] or launch_offline_model(),
@@ -84,7 +94,7 @@ def server_label(backend):
     """How to name the server in a message: whose it is and where."""
     url, name = backend["base_url"], backend["name"]
     if backend.get("url_given"):
-        return f"the server at {url} (your BASE_URL, as the {name} backend)"
+        return f"the server at {url} (your BASE_URL)"
     if name == "demo":
         return f"the offline demo model at {url}"
     return f"the {name} server at {url}"
@@ -102,9 +112,22 @@ def provider_words(error):
     return words if words.rstrip().endswith((".", "!", "?")) else words.rstrip() + "."
 
 
+def proxy_in_the_way(url):
+    """The proxy the environment routes url through (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY), or None."""
+    host, scheme = urlparse(url).hostname, urlparse(url).scheme
+    if host in THIS_MACHINE or urllib.request.proxy_bypass(host):
+        return None
+    found = urllib.request.getproxies()
+    return found.get(scheme) or found.get("all")
+
+
 def explain_failure(error, backend):
-    """One paragraph: which server, what went wrong, what to change."""
+    """One paragraph: which server (or proxy), what went wrong, what to change."""
     where = server_label(backend)
+    proxy = proxy_in_the_way(backend["base_url"])
+    if proxy and not isinstance(getattr(error, "body", None), dict):  # providers answer in JSON, proxies do not
+        return (f"The proxy {proxy} from your environment did not pass the request on to {where} ({error}). "
+                "Fix the proxy, or unset HTTPS_PROXY, HTTP_PROXY and ALL_PROXY.")
     if isinstance(error, openai.APIConnectionError):
         fix = ("Check or unset BASE_URL." if backend.get("url_given") else
                "Check your network, or for Ollama start `ollama serve`.")
@@ -119,12 +142,17 @@ def explain_failure(error, backend):
         fix = hints.get(status, "The server refused this request; the request itself needs fixing."
                         if status < 500 else "The server had trouble; try again later.")
         return f"{where} answered {status}: {said} {fix}"
-    return f"{where} failed: {error}"
+    return f"{where} sent something that is not a chat completion ({error}). Check BASE_URL."
 
 
 def client(base_url, api_key):
-    """An OpenAI client for any compatible server (no silent retries: failures show at once)."""
-    return openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0)
+    """An OpenAI client for any compatible server (no silent retries: failures show at once). A proxy from the
+    environment is for the outside world: a server on this machine is reached directly."""
+    try:
+        http = openai.DefaultHttpxClient(trust_env=urlparse(base_url).hostname not in THIS_MACHINE)
+    except ImportError as missing:  # ALL_PROXY=socks5://... without the socksio package
+        raise BackendError(f"The proxy in your environment needs a package that is not installed: {missing}") from None
+    return openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, http_client=http)
 
 
 def complete(prompt, backend=None):
@@ -139,15 +167,15 @@ def complete(prompt, backend=None):
 
 
 def chat(messages, tools=None, backend=None):
-    """Send the conversation and the tools the model may call; return the whole reply message."""
+    """Send the conversation and the tools the model may call; return the whole response (the reply itself is
+    response.choices[0].message)."""
     backend = backend or choose()
     extra = {"tools": tools} if tools else {}  # some servers refuse an empty tools list
     try:
-        response = client(backend["base_url"], backend["api_key"]).chat.completions.create(
+        return client(backend["base_url"], backend["api_key"]).chat.completions.create(
             model=backend["model"], messages=messages, **extra)
     except openai.APIError as error:
         raise BackendError(explain_failure(error, backend)) from None
-    return response.choices[0].message
 
 
 def main(argv):

@@ -13,6 +13,14 @@ from backend import BackendError, chat, choose
 from tools import REGISTRY, TOOLS
 
 MAX_STEPS = 10
+SCREEN_WIDTH = 200  # characters of a call's arguments shown on screen
+
+
+def one_line(arguments):
+    """The arguments as shown on screen: the first SCREEN_WIDTH characters, and how many more there were."""
+    if len(arguments) <= SCREEN_WIDTH:
+        return arguments
+    return f"{arguments[:SCREEN_WIDTH]}... (+{len(arguments) - SCREEN_WIDTH} characters)"
 
 
 def as_json_text(arguments):
@@ -66,13 +74,13 @@ def run(task, backend=None):
     step = 0
     while step < MAX_STEPS:
         step += 1
-        message = chat(convo.messages, tools=TOOLS, backend=backend)
+        message = chat(convo.messages, tools=TOOLS, backend=backend).choices[0].message
         convo.add_reply(message)
         calls = message.tool_calls or []
         if not calls:
             return message.content or ""
         for call in calls:  # one tool message per call, answering it by id
-            print(f"[{step}] {call.function.name} {call.function.arguments}", flush=True)
+            print(f"[{step}] {call.function.name} {one_line(call.function.arguments)}", flush=True)
             convo.add_result(call, call_tool(call.function.name, call.function.arguments))
     return None
 

@@ -9,8 +9,8 @@ from tools import TOOLS
 
 prompt = " ".join(sys.argv[1:]) or "List the files here."
 try:
-    reply = chat([{"role": "user", "content": prompt}], tools=TOOLS)
+    reply = chat([{"role": "user", "content": prompt}], tools=TOOLS).choices[0].message
 except BackendError as error:
     sys.exit(f"error: {error}")
-print(f"content: {reply.content}")
+print(f"content: {reply.content!r}")
 print(f"tool_calls: {reply.tool_calls}")

@@ -1,0 +1,207 @@
+"""Phase 5, budgets: run() returns a Result whose status says how the run ended; steps, tool calls, tokens and the
+deadline are each a budget with its own status, decided before each request; the conversation in result.messages
+can always be continued; the JSONL trace holds every reply, every call and the end; the command line prints a
+summary and exits 0, 1, 2 or 3. Checked through run(), Limits, the command line, the trace and the scripted cases
+of tests/cases.py marked phase 5."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from cases import CASES, start_cases
+from helpers import clean_env, groq_env, run_python, scripted_backend, tool_calls, trace_records
+
+PHASE = 5
+FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py")
+MINE = [name for name, case in CASES.items() if case["phase"] == PHASE]
+STARTED = {}  # folder -> {case: future}: every folder's cases start at the first one, and run side by side
+
+
+@pytest.mark.parametrize("name", MINE)
+def test_done_when_the_scripted_case_passes(code_dir, name, request):
+    """The scripted case runs as tests/cases.py describes it (`python tests/cases.py -v NAME` shows it run)."""
+    if not STARTED:
+        folders = {item.callspec.params["code_dir"] for item in request.session.items
+                   if item.originalname == "test_done_when_the_scripted_case_passes" and item.module.PHASE == PHASE}
+        STARTED.update({folder: start_cases(MINE, folder) for folder in sorted(folders)})
+    found = STARTED[code_dir][name].result()
+    assert found == [], f"case {name}: " + "; ".join(found)
+
+
+def test_run_returns_a_result_and_its_messages_continue(harness, server):
+    """run() returns a Result (status, answer, error, steps, tool_calls, usage, seconds, messages);
+    run(task, history=result.messages) goes on with the same conversation."""
+    server.push(tool_calls(("list_dir", {})), "First answer.", "Second answer.")
+    first = harness.run("One", backend=scripted_backend(server))
+    assert (first.status, first.answer, first.steps, first.tool_calls) == ("answered", "First answer.", 2, 1), first
+    assert not first.error, f"no error when answered: {first.error!r}"
+    assert first.seconds >= 0 and first.usage["total_tokens"] > 0, first
+    assert [m["role"] for m in first.messages] == ["system", "user", "assistant", "tool", "assistant"]
+    second = harness.run("Two", backend=scripted_backend(server), history=first.messages)
+    assert second.status == "answered" and second.answer == "Second answer.", second
+    sent = server.requests[-1]["body"]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "assistant", "user"] and \
+        sent[-1]["content"] == "Two", "history= must go on from the first run's messages, then the new task"
+
+
+def test_every_budget_ends_the_run_with_its_own_status(harness, server):
+    """Limits(max_steps=..., max_tool_calls=..., max_tokens=...) each end the run with their status, checked
+    before each request; a call past the tool-call budget gets an error result and does not run."""
+    usage = {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}
+    server.push(*[{**tool_calls(("list_dir", {})), "usage": usage}] * 2)
+    steps = harness.run("Loop", backend=scripted_backend(server), limits=harness.Limits(max_steps=2))
+    assert (steps.status, steps.steps, len(server.requests)) == ("step_limit", 2, 2), steps
+    server.requests.clear()
+    server.push(*[{**tool_calls(("list_dir", {})), "usage": usage}] * 2)
+    tokens = harness.run("Loop", backend=scripted_backend(server), limits=harness.Limits(max_tokens=100))
+    assert (tokens.status, tokens.usage["total_tokens"], len(server.requests)) == ("token_limit", 120, 2), \
+        f"the server counted 60 tokens a reply: the third request must not be sent ({tokens})"
+    server.requests.clear()
+    server.push(tool_calls(("list_dir", {}), ("list_dir", {"path": "."}), ("list_dir", {"path": "sub"})))
+    calls = harness.run("Loop", backend=scripted_backend(server), limits=harness.Limits(max_tool_calls=2))
+    assert calls.status == "tool_call_limit" and len(server.requests) == 1, calls
+    assert calls.messages[-1]["content"].startswith("error:"), "the third call is not run, and the model is told"
+
+
+def test_usage_is_the_servers_count_or_an_estimate(harness, server):
+    """usage adds up the server's counts; a server that sends none gets an estimate, so max_tokens holds."""
+    server.push({"content": "Counted.", "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}})
+    counted = harness.run("Hi", backend=scripted_backend(server))
+    assert {name: counted.usage[name] for name in ("prompt_tokens", "completion_tokens", "total_tokens")} == {
+        "prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}, counted.usage
+    server.push({"content": "Not counted.", "usage": False})
+    estimated = harness.run("Hi", backend=scripted_backend(server))
+    assert estimated.usage["prompt_tokens"] > 0 and estimated.usage["completion_tokens"] > 0, estimated.usage
+    assert estimated.usage["total_tokens"] == estimated.usage["prompt_tokens"] + estimated.usage["completion_tokens"]
+
+
+def test_the_deadline_counts_from_started_and_is_checked_before_each_request(harness, server):
+    """Limits(deadline=SECONDS) counts from run(started=...): a run whose time is up sends nothing; a reply that
+    comes back after the deadline is the last one."""
+    late = harness.run("Hi", backend=scripted_backend(server), limits=harness.Limits(deadline=5),
+                       started=time.monotonic() - 10)
+    assert late.status == "deadline" and server.requests == [] and late.seconds >= 10, late
+    server.push({**tool_calls(("list_dir", {})), "delay": 1.5}, "never asked")
+    slow = harness.run("Hi", backend=scripted_backend(server), limits=harness.Limits(deadline=0.5))
+    assert slow.status == "deadline" and len(server.requests) <= 1, f"no request after the deadline: {slow}"
+
+
+def test_every_call_is_answered_whatever_ends_the_run(harness, server):
+    """Ctrl-C at a question (the approver raises KeyboardInterrupt): status interrupted, and every call of the turn
+    has a tool message in result.messages, so run(..., history=result.messages) is accepted by the server."""
+    server.push(tool_calls(("run_shell", {"command": "touch a"}), ("run_shell", {"command": "touch b"})))
+
+    def ctrl_c(question):
+        raise KeyboardInterrupt
+
+    result = harness.run("Touch", backend=scripted_backend(server), approve=ctrl_c)
+    assert result.status == "interrupted", result
+    answered = [m["tool_call_id"] for m in result.messages if m["role"] == "tool"]
+    assert answered == ["call_0", "call_1"], f"each call needs a tool message, in order: {answered}"
+    server.push("Going on.")
+    again = harness.run("Go on", backend=scripted_backend(server), history=result.messages, approve=ctrl_c)
+    assert again.status == "answered" and again.answer == "Going on.", again
+
+
+def cli(workspace, server, *args, input=""):
+    trace = workspace / "trace.jsonl"
+    result = run_python(workspace, "harness.py", "--trace", str(trace), *args, env=groq_env(server), input=input)
+    return result, trace_records(trace) if trace.exists() else []
+
+
+def test_the_command_line_prints_a_summary_and_exits_with_the_status_code(workspace, server):
+    """Answered: exit 0, the last line on stderr `answered: 2 steps, 1 tool calls, N tokens, N.N s`. A budget:
+    `stopped: step limit` on stdout, exit 3. A flag that is not above 0, or no number: exit 2."""
+    server.push(tool_calls(("list_dir", {})), "Done.")
+    result, _ = cli(workspace, server, "List")
+    summary = result.stderr.strip().splitlines()[-1]
+    assert result.returncode == 0 and result.stdout.splitlines()[-1] == "Done.", result.stdout + result.stderr
+    assert summary.startswith("answered: 2 steps, 1 tool calls, ") and summary.endswith(" s"), summary
+    server.push(*[tool_calls(("list_dir", {}))] * 3)
+    result, _ = cli(workspace, server, "--max-steps", "2", "Loop")
+    assert result.returncode == 3 and "stopped: step limit" in result.stdout.splitlines(), result.stdout
+    assert result.stderr.strip().splitlines()[-1].startswith("step_limit: 2 steps"), result.stderr
+    server.push(*[tool_calls(("list_dir", {}))] * 3)
+    result, _ = cli(workspace, server, "--max-tool-calls", "1", "Loop")
+    assert result.returncode == 3 and "stopped: tool call limit" in result.stdout.splitlines(), result.stdout
+    for args in (["--max-steps", "0", "x"], ["--max-tokens", "-5", "x"], ["--deadline", "soon", "x"],
+                 ["--deadline", "nan", "x"], ["--max-tool-calls", "1.5", "x"]):
+        assert run_python(workspace, "harness.py", *args).returncode == 2, f"{args}: a usage error, exit 2"
+
+
+def test_the_trace_holds_every_reply_every_call_and_the_end(workspace, server):
+    """--trace FILE appends one JSON object a line: start (task, backend, model), a reply per model reply (step,
+    finish_reason, usage), a tool per call (id, name, arguments, is_error, result, seconds), and end (status,
+    answer, steps, tool_calls, usage, seconds); every record carries the run's id."""
+    (workspace / "a.txt").write_text("alpha")
+    server.push(tool_calls(("read_file", {"path": "a.txt"}), ("read_file", {"path": "nope.txt"})), "Read them.")
+    result, trace = cli(workspace, server, "Read")
+    assert result.returncode == 0, result.stderr
+    assert [r["type"] for r in trace] == ["start", "reply", "tool", "tool", "reply", "end"], trace
+    assert len({r["run"] for r in trace}) == 1, "one run id on every record"
+    assert (trace[0]["task"], trace[0]["backend"], trace[0]["model"]) == ("Read", "groq", "openai/gpt-oss-120b")
+    assert trace[1]["step"] == 1 and trace[1]["finish_reason"] == "tool_calls" and trace[1]["usage"]["total_tokens"]
+    first, second = sorted(trace[2:4], key=lambda r: r["id"])
+    assert (first["id"], first["name"], first["arguments"], first["is_error"], first["result"]) == (
+        "call_0", "read_file", '{"path": "a.txt"}', False, "alpha"), first
+    assert second["is_error"] is True and second["result"].startswith("error:") and "seconds" in second, second
+    end = trace[-1]
+    assert (end["status"], end["answer"], end["steps"], end["tool_calls"]) == ("answered", "Read them.", 2, 2), end
+    assert end["usage"]["total_tokens"] > 0 and end["seconds"] >= 0, end
+    server.push("Again.")
+    _, trace = cli(workspace, server, "Again")
+    assert [r["type"] for r in trace][-3:] == ["start", "reply", "end"], "--trace appends"
+    assert len({r["run"] for r in trace}) == 2, "two runs in one file, told apart by their run ids"
+
+
+def test_a_long_text_is_cut_in_the_trace(harness, server, workspace):
+    """A field longer than TRACE_CHARS is cut in the trace (the run itself keeps it whole)."""
+    server.push("ok")
+    task = "x" * (harness.TRACE_CHARS * 3)
+    result = harness.run(task, backend=scripted_backend(server), trace=str(workspace / "t.jsonl"))
+    start = trace_records(workspace / "t.jsonl")[0]
+    assert result.status == "answered" and result.messages[1]["content"] == task
+    assert harness.TRACE_CHARS // 2 < len(start["task"]) <= harness.TRACE_CHARS + 100, len(start["task"])
+
+
+def test_a_trace_that_is_no_regular_file_ends_the_run_at_once(workspace, server):
+    """--trace naming a pipe (or a folder) is an output_error before any request: exit 1, a message about the
+    trace on stderr, and no wait for a reader that never comes."""
+    os.mkfifo(workspace / "pipe")
+    server.push("never asked")
+    result = run_python(workspace, "harness.py", "--trace", "pipe", "Hi", env=groq_env(server), timeout=30)
+    assert result.returncode == 1 and "trace" in result.stderr and server.requests == [], result.stderr
+
+
+def start_slow_run(workspace, server, trace):
+    server.push(tool_calls(("list_dir", {})), {"content": "late", "delay": 30})
+    process = subprocess.Popen([sys.executable, "harness.py", "--trace", str(trace), "Slow"], cwd=workspace,
+                               env=clean_env(**groq_env(server)), stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(400):  # until the second request is on its way
+        if len(server.requests) >= 2:
+            return process
+        time.sleep(0.05)
+    process.kill()
+    raise AssertionError("the run never sent its second request")
+
+
+def test_a_run_killed_midway_leaves_a_trace_whose_lines_all_parse(workspace, server):
+    """kill -9 in the middle of a run: every record written so far is a whole line of JSON."""
+    trace = workspace / "trace.jsonl"
+    process = start_slow_run(workspace, server, trace)
+    process.kill()
+    process.wait()
+    assert [r["type"] for r in trace_records(trace)] == ["start", "reply", "tool"]
+
+
+def test_ctrl_c_ends_the_run_as_interrupted_with_exit_130(workspace, server):
+    """Ctrl-C while waiting for the model: `interrupted` in the trace's end record, exit 130, no traceback."""
+    trace = workspace / "trace.jsonl"
+    process = start_slow_run(workspace, server, trace)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=20)
+    assert process.returncode == 130 and "Traceback" not in stderr, stderr
+    assert trace_records(trace)[-1]["status"] == "interrupted", trace_records(trace)[-1]

@@ -1,0 +1,134 @@
+"""Phase 6, the clock: one clock for every wait. at_once() runs functions side by side and waits for them until
+the deadline, within() waits for one; the model's reply, a person's answer and the tools are all waited for until
+the deadline; a command is stopped at the deadline and nothing it started outlives the run; the calls nobody was
+asked about run side by side, then the approved ones. Checked through at_once(), within(), run(), the command
+line, the trace, live processes and the scripted cases of tests/cases.py marked phase 6."""
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from cases import CASES, start_cases
+from helpers import clean_env, groq_env, run_python, running_commands, scripted_backend, tool_calls
+
+PHASE = 6
+FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py")
+MINE = [name for name, case in CASES.items() if case["phase"] == PHASE]
+STARTED = {}  # folder -> {case: future}: every folder's cases start at the first one, and run side by side
+OFF = ("--yes", "--sandbox", "off")  # approved at once; off, so that the harness alone must end what it started
+
+
+@pytest.mark.parametrize("name", MINE)
+def test_done_when_the_scripted_case_passes(code_dir, name, request):
+    """The scripted case runs as tests/cases.py describes it (`python tests/cases.py -v NAME` shows it run)."""
+    if not STARTED:
+        folders = {item.callspec.params["code_dir"] for item in request.session.items
+                   if item.originalname == "test_done_when_the_scripted_case_passes" and item.module.PHASE == PHASE}
+        STARTED.update({folder: start_cases(MINE, folder) for folder in sorted(folders)})
+    found = STARTED[code_dir][name].result()
+    assert found == [], f"case {name}: " + "; ".join(found)
+
+
+def test_at_once_runs_functions_side_by_side_until_the_deadline(harness):
+    """at_once(functions, deadline) runs them at the same time and returns a box for each: {"value": ...},
+    {"error": the exception}, or {} when it had not finished by the deadline (a time.monotonic(), or None)."""
+    together = threading.Barrier(3, timeout=5)  # passed only when all three wait at the same time
+
+    def meet():
+        together.wait()
+        return "met"
+
+    boxes = harness.at_once([meet, meet, meet], None)
+    assert [box.get("value") for box in boxes] == ["met"] * 3, f"the three must run side by side: {boxes}"
+
+    def fail():
+        raise ValueError("broken")
+
+    started = time.monotonic()
+    ok, failed, slow = harness.at_once([lambda: 42, fail, lambda: time.sleep(30)], time.monotonic() + 0.5)
+    assert time.monotonic() - started < 5, "at_once must stop waiting at the deadline"
+    assert ok.get("value") == 42 and isinstance(failed.get("error"), ValueError), (ok, failed)
+    assert "value" not in slow and "error" not in slow, f"a function still running has an empty box: {slow}"
+
+
+def test_within_waits_for_one_function_until_the_deadline(harness):
+    """within(deadline, what, function) returns what it returns, raises what it raises, and raises
+    Stop("deadline") when the time is up first; with no deadline it simply calls it."""
+    assert harness.within(None, "the test", lambda: "now") == "now"
+    assert harness.within(time.monotonic() + 5, "the test", lambda: "soon") == "soon"
+    with pytest.raises(KeyError):
+        harness.within(time.monotonic() + 5, "the test", lambda: {}["missing"])
+    started = time.monotonic()
+    with pytest.raises(harness.Stop) as stopped:
+        harness.within(time.monotonic() + 0.3, "the test", lambda: time.sleep(30))
+    assert stopped.value.status == "deadline" and time.monotonic() - started < 5
+
+
+def test_a_slow_model_is_waited_for_until_the_deadline(harness, server):
+    """A model that takes 30 s to answer, a deadline of 1 s: the run ends as deadline in about a second."""
+    server.push({"content": "too late", "delay": 30})
+    started = time.monotonic()
+    result = harness.run("Think", backend=scripted_backend(server), limits=harness.Limits(deadline=1))
+    assert result.status == "deadline" and time.monotonic() - started < 15, result
+
+
+def test_a_persons_answer_is_waited_for_until_the_deadline(harness, server):
+    """A question nobody answers: the run ends as deadline, and every call of the turn still gets its answer."""
+    server.push(tool_calls(("run_shell", {"command": "touch a"}), ("run_shell", {"command": "touch b"})))
+    nobody, asked = threading.Event(), []
+    started = time.monotonic()
+    result = harness.run("Touch", backend=scripted_backend(server), limits=harness.Limits(deadline=3),
+                         approve=lambda question: asked.append(question) or nobody.wait(30))
+    nobody.set()
+    assert result.status == "deadline" and time.monotonic() - started < 15, result
+    assert asked, "the question was never asked"
+    answered = [m["tool_call_id"] for m in result.messages if m["role"] == "tool"]
+    assert answered == ["call_0", "call_1"], f"each call needs a tool message: {answered}"
+
+
+def test_done_when_three_slow_calls_in_one_turn_take_about_the_time_of_one(workspace, server):
+    """Three approved commands of one turn run side by side: each waits until all three have started (alone, it
+    gives up after 5 s), so only a turn that runs them at the same time gets three "together"."""
+    wait = ("touch started{n}; i=0; while [ $i -lt 100 ]; do [ -e started0 ] && [ -e started1 ] && [ -e started2 ]"
+            " && echo together && exit 0; sleep 0.05; i=$((i+1)); done; echo alone")
+    server.push(tool_calls(*[("run_shell", {"command": wait.format(n=n)}) for n in range(3)]), "Done.")
+    result = run_python(workspace, "harness.py", *OFF, "Wait for each other", env=groq_env(server))
+    assert result.returncode == 0, result.stderr
+    results = [m["content"] for m in server.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    assert all("together" in r for r in results) and len(results) == 3, f"run them side by side: {results}"
+
+
+def test_the_approved_calls_run_after_the_unasked_ones(workspace, server):
+    """The calls nobody was asked about run first (side by side), then the approved ones: an approved `touch`
+    listed first still runs after a plain `ls`, and the results go back in call order."""
+    server.push(tool_calls(("run_shell", {"command": "touch made"}), ("run_shell", {"command": "ls"})), "Done.")
+    result = run_python(workspace, "harness.py", *OFF, "Touch, then list", env=groq_env(server))
+    assert result.returncode == 0, result.stderr
+    touched, listed = [m["content"] for m in server.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    assert (workspace / "made").exists() and touched.startswith("exit code 0"), touched
+    assert "harness.py" in listed and "made" not in listed, f"ls ran beside or after the approved touch: {listed}"
+
+
+def test_ctrl_c_leaves_no_command_running(workspace, server):
+    """Ctrl-C while an approved command runs: exit 130, and the command is gone (shell.stop_all())."""
+    server.push(tool_calls(("run_shell", {"command": "sleep 62.5"})), "never asked")
+    process = subprocess.Popen([sys.executable, "harness.py", *OFF, "Sleep"], cwd=workspace,
+                               env=clean_env(**groq_env(server)), stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(400):
+        if running_commands("sleep 62.5"):
+            break
+        time.sleep(0.05)
+    else:
+        process.kill()
+        raise AssertionError("the command never started")
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=20)
+    assert process.returncode == 130 and "Traceback" not in stderr, stderr
+    for _ in range(20):  # a moment for the kill to land
+        if not running_commands("sleep 62.5"):
+            break
+        time.sleep(0.1)
+    assert running_commands("sleep 62.5") == [], "the command outlived the run"

@@ -1,0 +1,160 @@
+"""Phase 8, streaming: --stream prints the text as it arrives and runs a call only once the stream has finished;
+SIGINT, SIGTERM and SIGHUP end a run as Ctrl-C does; standard output that is closed, full or not read cannot end a
+run with a traceback or hold it past its deadline. Checked through the scripted cases of tests/cases.py marked
+phase 8, chat(), the command line, real signals and the trace."""
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from cases import CASES, start_cases
+from helpers import clean_env, groq_env, run_python, running_commands, scripted_backend, tool_calls, trace_records
+
+PHASE = 8
+FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py")
+MINE = [name for name, case in CASES.items() if case["phase"] == PHASE]
+STARTED = {}  # folder -> {case: future}: every folder's cases start at the first one, and run side by side
+GRACE = 1  # the lesson's GRACE: seconds past the deadline the report may take
+
+
+@pytest.mark.parametrize("name", MINE)
+def test_done_when_the_scripted_case_passes(code_dir, name, request):
+    """The scripted case runs as tests/cases.py describes it (`python tests/cases.py -v NAME` shows it run)."""
+    if not STARTED:
+        folders = {item.callspec.params["code_dir"] for item in request.session.items
+                   if item.originalname == "test_done_when_the_scripted_case_passes" and item.module.PHASE == PHASE}
+        STARTED.update({folder: start_cases(MINE, folder) for folder in sorted(folders)})
+    found = STARTED[code_dir][name].result()
+    assert found == [], f"case {name}: " + "; ".join(found)
+
+
+def test_chat_streams_the_text_to_on_text(load, server):
+    """chat(messages, backend=..., on_text=f) asks for a stream and calls f with the pieces of the text as they
+    come; they join to the reply's content."""
+    server.push("one two three four five six seven eight nine ten")
+    pieces = []
+    response = load("backend").chat([{"role": "user", "content": "Count"}], backend=scripted_backend(server),
+                                    on_text=pieces.append)
+    assert server.requests[-1]["body"].get("stream") is True, "step 1: with on_text, the request asks for a stream"
+    assert len(pieces) > 1, f"step 2: each chunk's text goes to on_text as it comes, not all at the end: {pieces}"
+    assert "".join(pieces) == response.choices[0].message.content == "one two three four five six seven eight nine ten"
+
+
+def test_stream_prints_the_text_once_and_counts_usage(workspace, server):
+    """--stream prints the answer once (not again at the end), and the trace still counts its tokens."""
+    server.push({"content": "one two three four five six seven eight nine ten"})
+    result = run_python(workspace, "harness.py", "--trace", "t.jsonl", "--stream", "Count", env=groq_env(server))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("one two three four five six seven eight nine ten") == 1, \
+        f"step 1: report() does not print a streamed answer again:\n{result.stdout}"
+    assert trace_records(workspace / "t.jsonl")[-1]["usage"]["total_tokens"] > 0
+
+
+def start(workspace, server, *args, stdin=subprocess.DEVNULL):
+    """python harness.py --trace t.jsonl ARGS..., running against the scripted server, its output in pipes."""
+    return subprocess.Popen([sys.executable, "harness.py", "--trace", "t.jsonl", *args], cwd=workspace,
+                            env=clean_env(**groq_env(server)), stdin=stdin, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+
+
+def wait_for(condition, seconds=30):
+    """Until condition() is true, or seconds have passed."""
+    until = time.monotonic() + seconds
+    while not condition() and time.monotonic() < until:
+        time.sleep(0.05)
+    return condition()
+
+
+def traced(workspace, kind):
+    """True once the trace holds a record of this type."""
+    path = workspace / "t.jsonl"
+    return path.exists() and f'"type": "{kind}"' in path.read_text()
+
+
+@pytest.mark.parametrize("signal_number, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)],
+                         ids=["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_while_a_command_runs_ends_the_run_at_once(workspace, server, signal_number, code):
+    """SIGINT, SIGTERM or SIGHUP while an approved command runs: exit 130, 143 or 129 at once (long before the
+    command's own 10 s timeout), the command killed, the trace's end record interrupted, the call answered."""
+    command = f"sleep 62.{signal_number}"
+    server.push(tool_calls(("run_shell", {"command": command})), "never asked")
+    process = start(workspace, server, "--yes", "--sandbox", "off", "Sleep")
+    assert wait_for(lambda: running_commands(command)), "the command should be running"
+    began = time.monotonic()
+    process.send_signal(signal_number)
+    stdout, stderr = process.communicate(timeout=30)
+    seconds = time.monotonic() - began
+    assert process.returncode == code, f"step 6: exit {code} for this signal, not {process.returncode}: {stderr}"
+    assert seconds < 5, f"step 6: the run ends at once, not at the command's timeout (it took {seconds:.1f} s)"
+    assert b"Traceback" not in stderr, stderr.decode()
+    assert wait_for(lambda: not running_commands(command), 3), "the command must be killed with the run"
+    records = trace_records(workspace / "t.jsonl")
+    assert records[-1]["type"] == "end" and records[-1]["status"] == "interrupted", records[-1]
+    assert [r["type"] for r in records].count("tool") == 1, "the call is answered in the trace"
+
+
+def test_a_signal_at_a_question_ends_the_run_and_runs_nothing(workspace, server):
+    """SIGTERM while the approval question waits for an answer: exit 143, nothing run, the trace closed."""
+    server.push(tool_calls(("run_shell", {"command": "touch made"})), "never asked")
+    process = start(workspace, server, "Touch", stdin=subprocess.PIPE)
+    assert wait_for(lambda: traced(workspace, "reply")), "the model's reply should come"
+    time.sleep(0.5)  # the question is on screen now, waiting for an answer
+    process.send_signal(signal.SIGTERM)
+    stdout, stderr = process.communicate(timeout=30)
+    assert process.returncode == 143 and b"Traceback" not in stderr, stderr.decode()
+    assert not (workspace / "made").exists(), "nothing runs without a yes"
+    assert trace_records(workspace / "t.jsonl")[-1]["status"] == "interrupted"
+
+
+def test_a_signal_after_the_run_ended_changes_nothing(workspace, server):
+    """SIGTERM after the trace's end record, while the answer is still being printed: ignored, exit 0."""
+    server.push("x" * 300_000)  # more than a pipe holds: printing it waits for the reader
+    process = start(workspace, server, "Say")
+    assert wait_for(lambda: traced(workspace, "end")), "the run should end"
+    time.sleep(0.3)
+    process.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    stdout, stderr = process.communicate(timeout=30)
+    assert process.returncode == 0, f"step 6: a signal after run() returned is ignored, yet exit {process.returncode}"
+    assert stdout.count(b"x") == 300_000 and trace_records(workspace / "t.jsonl")[-1]["status"] == "answered"
+
+
+@pytest.mark.parametrize("redirect, code", [(">&-", 1), (">/dev/full", 1), ("2>&-", 0), ("2>/dev/full", 0)])
+def test_output_that_cannot_be_written_ends_in_a_status(workspace, server, redirect, code):
+    """Standard output closed or full: exit 1, `standard output` named on stderr, the trace's end written. Standard
+    error closed or full: the run goes on without it, and answers (exit 0)."""
+    server.push(tool_calls(("list_dir", {"path": "."})), "Listed.")
+    done = subprocess.run(f'"{sys.executable}" harness.py --trace t.jsonl "List" {redirect}', shell=True,
+                          cwd=workspace, env=clean_env(**groq_env(server)), capture_output=True, text=True, timeout=60)
+    assert done.returncode == code and "Traceback" not in done.stderr + done.stdout, done.stderr
+    assert trace_records(workspace / "t.jsonl")[-1]["type"] == "end"
+    if code:
+        assert "standard output" in done.stderr, f"step 7: say which output failed: {done.stderr}"
+    else:
+        assert "Listed." in done.stdout, "step 7: notes are not worth ending a run for"
+
+
+def test_a_stream_nobody_reads_still_meets_the_deadline(workspace, server):
+    """--stream whose text fills a pipe nobody reads, under --deadline 2: exit 3, status deadline, well before three
+    times the deadline and its grace."""
+    server.push({"content": "word " * 100_000})
+    began = time.monotonic()
+    process = start(workspace, server, "--stream", "--deadline", "2", "Say")
+    process.wait(60)
+    seconds = time.monotonic() - began
+    assert process.returncode == 3, f"step 7: a write that waits past the deadline ends the run: {process.returncode}"
+    assert seconds < 3 * (2 + GRACE), f"step 7: it took {seconds:.1f} s"
+    assert trace_records(workspace / "t.jsonl")[-1]["status"] == "deadline"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="arguments there are always text")
+def test_a_task_in_bytes_that_are_not_utf8_is_sent(workspace, server):
+    """A task typed in another encoding (a byte that is not UTF-8): sent with the byte replaced, and answered."""
+    server.push("Hi.")
+    done = subprocess.run([sys.executable, "harness.py", b"Say \xff hi"], cwd=workspace, capture_output=True,
+                          env=clean_env(**groq_env(server)), timeout=60)
+    assert done.returncode == 0 and len(server.requests) == 1, done.stderr.decode(errors="replace")
+    task = json.dumps(server.requests[0]["body"]["messages"][-1]["content"])
+    assert "Say" in task and "hi" in task, task
