@@ -3,27 +3,25 @@
 Run:  python mcp_client.py "python ticket_server.py"      (prints the tools the server offers)
 Server(...).start() shakes hands, tools() lists the tools, call() runs one and returns (text, is_error), close()
 ends the server. A server that exits, writes what is not JSON-RPC, or answers with an error or too late raises
-McpError, whose message says what happened. Standard library only.
+McpError, whose message says what happened. Standard library only, and shell.py's way to start and stop a process.
 """
 import json
 import os
 import queue
 import shlex
-import signal
 import subprocess
 import sys
 import threading
 import time
 import weakref
 
+import shell
+
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # MCP with a handshake, newest first
 TIMEOUT = 30  # seconds to wait for an answer when the caller's deadline is later, or there is none
 GRACE = 1  # seconds a server has to exit once its stdin is closed, before it is killed
 MAX_LINE = 4_000_000  # bytes in one message from a server: a screenshot fits, an endless line does not
 MAX_WAITING = 100  # lines read ahead; a server that floods us waits, rather than fill our memory
-# A session of its own: Ctrl-C reaches the harness alone, which ends its servers, and close() can kill everything a
-# server started (npx starts node, sh starts its program).
-NEW_GROUP = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {"start_new_session": True}
 
 
 class McpError(Exception):
@@ -38,7 +36,7 @@ class Server:
         self.name, self.last_id, self.lock, self.inbox = name, 0, threading.Lock(), queue.Queue(MAX_WAITING)
         try:
             self.process = subprocess.Popen(shlex.split(command, posix=os.name != "nt"), env=env, stderr=stderr,
-                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, **NEW_GROUP)
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, **shell.NEW_GROUP)
         except (OSError, ValueError) as error:  # no such program; an unclosed quote
             raise McpError(f"the MCP server {name!r} could not start ({command}): {error}") from None
         threading.Thread(target=read_lines, args=(self.process, self.inbox), daemon=True).start()
@@ -147,32 +145,27 @@ def part_text(part):
     """One content part of a tool result as text: text as it is (an embedded text file too), any other part named.
     Example: {"type": "image", "data": "iVBO...", "mimeType": "image/png"} -> "[a part of type image]" """
     part = part if isinstance(part, dict) else {}
-    text = part.get("text", (part.get("resource") or {}).get("text") if isinstance(part.get("resource"), dict) else None)
+    resource = part.get("resource") if isinstance(part.get("resource"), dict) else {}
+    text = part.get("text", resource.get("text"))
     return str(text) if text is not None else f"[a part of type {part.get('type')}]"
 
 
 def stop(process):
-    """End a server as the spec asks: close its stdin, give it GRACE seconds, then kill it and its whole process
-    group, with whatever it started."""
+    """End a server as the spec asks: close its stdin, give it GRACE seconds, then kill what is left of its group
+    (npx starts node, sh its program): shell.stop(), as for a command."""
     try:
         process.stdin.close()  # a polite server exits when its input ends
         process.wait(GRACE)
     except (OSError, subprocess.TimeoutExpired):
         pass
-    try:
-        if os.name == "nt":
-            process.kill()  # Windows has no process group to kill: what the server started may run on
-        else:
-            os.killpg(process.pid, signal.SIGKILL)
-    except OSError:  # nothing is left of it
-        pass
-    process.wait()
+    shell.stop(process)
 
 
 if __name__ == "__main__":
     clean = {name: os.environ[name] for name in ("PATH", "HOME", "SYSTEMROOT") if name in os.environ}  # no keys
     try:
         server = Server("cli", " ".join(sys.argv[1:]) or "python ticket_server.py", clean, sys.stderr).start()
-        print(f"MCP {server.version}:", *[f"{tool['name']}: {tool['description']}" for tool in server.tools()], sep="\n")
+        print(f"MCP {server.version}:", *(f"{tool['name']}: {tool['description']}" for tool in server.tools()),
+              sep="\n")
     except McpError as error:
         sys.exit(f"error: {error}")

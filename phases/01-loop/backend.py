@@ -33,11 +33,8 @@ class BackendError(Exception):
 
 
 def choose(name=None, model=None, base_url=None):
-    """Pick a backend: the name given, else $BACKEND, else the first API key found, else the demo.
-
-    Returns its settings, e.g. {"name": "groq", "base_url": "https://api.groq.com/openai/v1",
-    "api_key": "gsk_...", "model": "openai/gpt-oss-120b", "url_given": False}.
-    """
+    """Pick a backend: the name given, else $BACKEND, else the first API key found, else the demo. Returns its
+    settings: {"name": "groq", "base_url": ..., "api_key": "gsk_...", "model": ..., "url_given": False}."""
     base_url = usable_url(base_url or os.environ.get("BASE_URL"))
     name = name or os.environ.get("BACKEND") or first_backend_with_a_key(base_url)
     if name not in BACKENDS:
@@ -59,11 +56,8 @@ def choose(name=None, model=None, base_url=None):
 
 
 def usable_url(url):
-    """The URL without the spaces or line end a copy and paste leaves around it, or None when none is given;
-    a BackendError when requests cannot go to it.
-
-    Example: usable_url(" http://localhost:1234/v1\\n") -> "http://localhost:1234/v1";  "localhost:1234" -> error
-    """
+    """The URL stripped of what a paste leaves around it, or None; BackendError when requests cannot go to it.
+    Example: usable_url(" http://localhost:1234/v1\\n") -> "http://localhost:1234/v1";  "localhost:1234" -> error"""
     url = (url or "").strip()
     if not url:
         return None

@@ -43,10 +43,7 @@ def assistant_message(message):
 
 
 def valid_json(text):
-    """The arguments to send back: the model's own if they parse, else "{}" (servers reject broken JSON).
-
-    Example: valid_json('{"path": "a"}') -> '{"path": "a"}';  valid_json('{"path": ') -> '{}'
-    """
+    """The arguments to send back: the model's own if they parse, else "{}" (servers reject broken JSON)."""
     try:
         json.loads(text)
         return text
@@ -80,8 +77,7 @@ def cut(text, limit=SHOWN_CHARS):
 def main():
     parser = argparse.ArgumentParser(description="Run one task with a tool-calling model.")
     parser.add_argument("task", help="what you want done, in quotes")
-    parser.add_argument("--backend", choices=BACKENDS,
-                        help="default: $BACKEND, else the first API key found, else demo")
+    parser.add_argument("--backend", choices=BACKENDS, help="default: $BACKEND, else the first key found, else demo")
     parser.add_argument("--model", help="default: $MODEL, else the backend's default model")
     parser.add_argument("--base-url", help="any OpenAI-compatible server (default: $BASE_URL, else the backend's)")
     args = parser.parse_args()

@@ -14,10 +14,8 @@ TIMEOUT = 10  # seconds a command may run
 
 
 def truncate(text, limit=MAX_CHARS):
-    """Cut text to limit characters, the note that says how much was cut included.
-
-    Example: truncate("a" * 5000, 100) -> 50 times "a", then "\\n[... 4950 more characters cut]"
-    """
+    """Cut text to limit characters, the note saying how much was cut included.
+    Example: truncate("a" * 5000, 100) -> 50 times "a", then "\\n[... 4950 more characters cut]" """
     if len(text) <= limit:
         return text
     kept = limit - 50  # room for the note

@@ -24,8 +24,7 @@ SYSTEM = ("You are a careful assistant working in the user's workspace directory
 
 
 def ask_user(question):
-    """The default approval: ask on the terminal; only y or yes is a yes, and the end of input is a no. The
-    question comes made safe to show (by guards.shown), so it is printed as it is."""
+    """The default approval: ask on the terminal (the question is already safe to show); only y or yes is a yes."""
     print(f"{question}? [y/N] ", end="", file=sys.stderr, flush=True)
     answer = sys.stdin.readline()
     if not sys.stdin.isatty():  # show what was piped in, as a terminal would have
@@ -61,10 +60,7 @@ def assistant_message(message):
 
 
 def valid_json(text):
-    """The arguments to send back: the model's own if they parse, else "{}" (servers reject broken JSON).
-
-    Example: valid_json('{"path": "a"}') -> '{"path": "a"}';  valid_json('{"path": ') -> '{}'
-    """
+    """The arguments to send back: the model's own if they parse, else "{}" (servers reject broken JSON)."""
     try:
         json.loads(text)
         return text
@@ -88,8 +84,7 @@ def run_tool(call, approve):
 
 
 def cut(text, limit=SHOWN_CHARS):
-    """Text for one line of the screen, made safe to show. Example: cut("x" * 300) -> 200 x's, then
-    " [... 100 more characters]" """
+    """Text for one line of the screen, made safe to show: cut("x" * 300) -> 200 x's + " [... 100 more characters]" """
     more = f" [... {len(text) - limit} more characters]" if len(text) > limit else ""
     return shown(text[:limit], one_line=True) + more
 
@@ -97,8 +92,7 @@ def cut(text, limit=SHOWN_CHARS):
 def main():
     parser = argparse.ArgumentParser(description="Run one task with a tool-calling model.")
     parser.add_argument("task", help="what you want done, in quotes")
-    parser.add_argument("--backend", choices=BACKENDS,
-                        help="default: $BACKEND, else the first API key found, else demo")
+    parser.add_argument("--backend", choices=BACKENDS, help="default: $BACKEND, else the first key found, else demo")
     parser.add_argument("--model", help="default: $MODEL, else the backend's default model")
     parser.add_argument("--base-url", help="any OpenAI-compatible server (default: $BASE_URL, else the backend's)")
     parser.add_argument("--workspace", default=".", help="the folder the tools may touch (default: here)")

@@ -98,8 +98,7 @@ class Settings:
 
 
 def ask_user(question):
-    """The default approval: ask on the terminal; only y or yes is a yes, and the end of input is a no. The
-    question comes made safe to show (by guards.shown), so it is printed as it is."""
+    """The default approval: ask on the terminal (the question is already safe to show); only y or yes is a yes."""
     print(f"{question}? [y/N] ", end="", file=sys.stderr, flush=True)
     answer = sys.stdin.readline()
     if not sys.stdin.isatty():  # show what was piped in, as a terminal would have
@@ -246,10 +245,7 @@ def assistant_message(message):
 
 
 def valid_json(text):
-    """The arguments to send back: the model's own if they parse, else "{}" (servers reject broken JSON).
-
-    Example: valid_json('{"path": "a"}') -> '{"path": "a"}';  valid_json('{"path": ') -> '{}'
-    """
+    """The arguments to send back: the model's own if they parse, else "{}" (servers reject broken JSON)."""
     try:
         json.loads(text)
         return text
@@ -258,8 +254,7 @@ def valid_json(text):
 
 
 def cut(text, limit=SHOWN_CHARS):
-    """Text for one line of the screen, made safe to show. Example: cut("x" * 300) -> 200 x's, then
-    " [... 100 more characters]" """
+    """Text for one line of the screen, made safe to show: cut("x" * 300) -> 200 x's + " [... 100 more characters]" """
     more = f" [... {len(text) - limit} more characters]" if len(text) > limit else ""
     return shown(text[:limit], one_line=True) + more
 
@@ -271,8 +266,7 @@ def say(text):
 def arguments(argv=None):
     parser = argparse.ArgumentParser(description="Run one task with a tool-calling model.")
     parser.add_argument("task", help="what you want done, in quotes")
-    parser.add_argument("--backend", choices=BACKENDS,
-                        help="default: $BACKEND, else the first API key found, else demo")
+    parser.add_argument("--backend", choices=BACKENDS, help="default: $BACKEND, else the first key found, else demo")
     parser.add_argument("--model", help="default: $MODEL, else the backend's default model")
     parser.add_argument("--base-url", help="any OpenAI-compatible server (default: $BASE_URL, else the backend's)")
     parser.add_argument("--workspace", default=".", help="the folder the tools may touch (default: here)")
@@ -282,8 +276,7 @@ def arguments(argv=None):
     parser.add_argument("--max-steps", type=int, default=MAX_STEPS, help=f"default {MAX_STEPS}")
     parser.add_argument("--max-tool-calls", type=int, default=MAX_TOOL_CALLS, help=f"default {MAX_TOOL_CALLS}")
     parser.add_argument("--max-tokens", type=int, help="default: no limit")
-    parser.add_argument("--deadline", type=float, metavar="SECONDS",
-                        help="wall-clock time for the whole run, from the start (default: no limit)")
+    parser.add_argument("--deadline", type=float, metavar="SECONDS", help="wall-clock time for the run (default: none)")
     parser.add_argument("--trace", metavar="FILE", help="append a JSONL trace of the run to FILE")
     args = parser.parse_args(argv)
     if not args.task.strip():

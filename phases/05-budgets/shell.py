@@ -33,11 +33,9 @@ def run(argv, workspace, write=False, path=None, timeout=TIMEOUT):
     """Run argv in the workspace and return "exit code N" and its output (stdout and stderr together): at most
     KEEP bytes of it, with a note of how much was cut. write: the command may change the workspace (an approved
     one, when SANDBOX allows); path is its PATH; after `timeout` seconds it is stopped, and the result says so."""
-    env = {name: os.environ[name] for name in VARIABLES if name in os.environ}
-    env["PATH"] = path or os.defpath
-    process = subprocess.Popen(sandboxed(argv, workspace, write) if SANDBOX else argv, cwd=workspace, env=env,
-                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               **NEW_GROUP)
+    process = subprocess.Popen(sandboxed(argv, workspace, write) if SANDBOX else argv, cwd=workspace,
+                               env=environment(path), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, **NEW_GROUP)
     kept, printed = bytearray(), 0
 
     def read_output():  # reads while the command runs, keeping only what fits
@@ -61,6 +59,11 @@ def run(argv, workspace, write=False, path=None, timeout=TIMEOUT):
         status = f"error: stopped after printing {MAX_OUTPUT} bytes"
     cut = f"\n[... {printed - len(kept)} more bytes cut]" if printed > len(kept) else ""
     return f"{status}{killed}\n{kept.decode('utf-8', errors='replace')}{cut}"
+
+
+def environment(path=None):
+    """What a child process gets of the harness's environment: VARIABLES, and path as its PATH."""
+    return {**{name: os.environ[name] for name in VARIABLES if name in os.environ}, "PATH": path or os.defpath}
 
 
 def sandboxed(argv, workspace, write):
@@ -95,8 +98,8 @@ def stop(process):
         return "" if done.returncode == 0 or process.poll() is not None else f"; taskkill failed: {done.stdout}"
     try:
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass  # the group is gone already
+    except OSError:  # the group is gone already (macOS may say so with EPERM)
+        pass
     process.wait()
     return ""
 

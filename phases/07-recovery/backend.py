@@ -30,8 +30,7 @@ TIMEOUT = 60  # seconds to wait for the server at each step (connecting, each pi
 RETRIES = 2  # tries after the first, for failures that may pass (the openai package's own default)
 MAX_REPLY_CHARS = 1_000_000  # a reply longer than this is cut, and counts as unfinished
 MAX_REPLY_CALLS = 128  # and so is one with more tool calls: no turn needs them, and each costs a check
-# finish_reason as servers send it -> as the openai package knows it: TGI says eos_token or stop_sequence for a
-# finished answer; a reason not here ("error", Mistral's "model_length") means the answer is not finished.
+# finish_reason as servers send it -> as the openai package knows it; any other means the answer is not finished
 FINISHED = {"stop": "stop", "eos_token": "stop", "stop_sequence": "stop", "end_turn": "stop",
             "tool_calls": "tool_calls", "function_call": "tool_calls", "content_filter": "content_filter"}
 PROMPT = "Say hello in one short sentence."
@@ -44,16 +43,12 @@ class BackendError(Exception):
 
 
 class BrokenReply(Exception):
-    """An answer that is not a chat completion: no choices, a message of the wrong shape, calls announced and
-    missing."""
+    """An answer that is not a chat completion: no choices, a message of the wrong shape, missing calls."""
 
 
 def choose(name=None, model=None, base_url=None):
-    """Pick a backend: the name given, else $BACKEND, else the first API key found, else the demo.
-
-    Returns its settings, e.g. {"name": "groq", "base_url": "https://api.groq.com/openai/v1",
-    "api_key": "gsk_...", "model": "openai/gpt-oss-120b", "url_given": False}.
-    """
+    """Pick a backend: the name given, else $BACKEND, else the first API key found, else the demo. Returns its
+    settings: {"name": "groq", "base_url": ..., "api_key": "gsk_...", "model": ..., "url_given": False}."""
     base_url = usable_url(base_url or os.environ.get("BASE_URL"))
     name = name or os.environ.get("BACKEND") or first_backend_with_a_key(base_url)
     if name not in BACKENDS:
@@ -75,11 +70,8 @@ def choose(name=None, model=None, base_url=None):
 
 
 def usable_url(url):
-    """The URL without the spaces or line end a copy and paste leaves around it, or None when none is given;
-    a BackendError when requests cannot go to it.
-
-    Example: usable_url(" http://localhost:1234/v1\\n") -> "http://localhost:1234/v1";  "localhost:1234" -> error
-    """
+    """The URL stripped of what a paste leaves around it, or None; BackendError when requests cannot go to it.
+    Example: usable_url(" http://localhost:1234/v1\\n") -> "http://localhost:1234/v1";  "localhost:1234" -> error"""
     url = (url or "").strip()
     if not url:
         return None
@@ -95,12 +87,8 @@ def usable_url(url):
 
 
 def known_secrets(workspace="."):
-    """The secrets this harness knows, to be masked wherever they appear: the values in its own .env and in the
-    workspace's, and the API keys in its environment, {value: name}. BACKEND, MODEL and BASE_URL are settings,
-    and a value under 8 characters would mask ordinary words.
-
-    Example: with GROQ_API_KEY=gsk_abc123xyz in .env -> {"gsk_abc123xyz": "GROQ_API_KEY"}
-    """
+    """{value: name} of the secrets to mask wherever they appear: the values in this .env and the workspace's, and
+    the API keys in the environment; not the settings, nor values under 8 characters (they would mask words)."""
     found = [*dotenv_values(Path(workspace, ".env")).items(), *dotenv_values(ENV_FILE).items(),
              *((name, os.environ.get(name)) for name in KEY_VARIABLES)]
     return {value: name for name, value in found
@@ -172,9 +160,8 @@ def send(api, request):
 
 
 def checked(data):
-    """The server's JSON as a ChatCompletion, when it is one; else BrokenReply, saying what is wrong. What real
-    servers send differently is mended first: content as a list of parts, arguments as an object, an id that is
-    a number or missing, usage that does not count, a finish_reason the package does not know."""
+    """The server's JSON as a ChatCompletion, else BrokenReply saying what is wrong; mended first: content as a
+    list of parts, arguments as an object, a missing id, usage that does not count, an unknown finish_reason."""
     try:
         choice = next(c for c in data["choices"] if c.get("index", 0) == 0)
         message = {**choice["message"], "role": "assistant", "content": text(choice["message"].get("content"))}

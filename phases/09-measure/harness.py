@@ -111,8 +111,7 @@ class Settings:
 
 
 def ask_user(question):
-    """The default approval: ask on the terminal; only y or yes is a yes, and the end of input is a no. The
-    question comes made safe to show (by guards.shown), so it is printed as it is."""
+    """The default approval: ask on the terminal (the question is already safe to show); only y or yes is a yes."""
     tell(f"{question}? [y/N] ", end="")
     answer = sys.stdin.readline() if sys.stdin else ""
     if not (sys.stdin and sys.stdin.isatty()):  # show what was piped in, as a terminal would have
@@ -184,9 +183,8 @@ def check_budgets(settings, result):
 
 
 def ask(settings, result):
-    """One model reply, waited for until the deadline; its tokens counted (estimated when the server sends
-    none), its call ids made unique, its record traced. A reply cut short, filtered or refused ends the run
-    with that status, and nothing in it runs."""
+    """One model reply, waited for until the deadline; its tokens counted, its call ids made unique, its record
+    traced. A reply cut short, filtered or refused ends the run with that status, and nothing in it runs."""
     result.steps += 1
     asked = time.monotonic()
     response = within(settings.deadline, "the model", partial(chat, result.messages, tools=TOOLS, on_note=note,
@@ -217,9 +215,8 @@ def ask(settings, result):
 
 
 def run_tools(settings, result, calls):
-    """Run one reply's tool calls. Each is decided first (its contract, plan(), a person where plan() says so);
-    then the calls nobody was asked about run side by side, then the approved ones, so that nothing a person
-    agreed to can change what the others were checked against. Every call gets a tool message, in order."""
+    """Run one reply's tool calls: each decided first; then the unasked ones run side by side, then the approved
+    ones, so nothing a person agreed to changes what the others were checked against. Each gets a tool message."""
     told = repeated(settings, calls)
     decided = [(call, told[call.id], False) if call.id in told else decide(settings, result, call) for call in calls]
     results = {}
@@ -254,9 +251,8 @@ def repeated(settings, calls):
 
 
 def meaning(call):
-    """A call as what it would do: its name and its checked arguments, the defaults filled in, a path and a
-    command read by this system's rules, so spacing, key order and ./ do not count.
-    Example: read_file '{"path": "./a"}' and '{ "path":"a", "offset": 1 }' -> ("read_file", ...) the same"""
+    """A call as what it would do (checked arguments, defaults filled in, a path and a command normalized), so
+    spacing, key order and ./ do not count: read_file '{"path": "./a"}' and '{ "path":"a", "offset": 1 }' match."""
     try:
         args = check_call(call.function.name, call.function.arguments)
         if "path" in args:
@@ -297,9 +293,8 @@ def tool_result(action):
 
 
 def at_once(functions, deadline):
-    """Run the functions side by side, each on a thread of its own, and wait for them until the deadline (a
-    time.monotonic(), or None): the one clock every wait of a run goes by. Returns a box for each function,
-    {"value": what it returned} or {"error": what it raised}, or {} when it had not finished in time."""
+    """Run the functions side by side, each on a thread, and wait for them until the deadline (a time.monotonic(),
+    or None). Returns a box for each: {"value": returned}, {"error": raised}, or {} when not finished in time."""
     boxes = [{} for _ in functions]
 
     def fill(box, function):
@@ -359,10 +354,7 @@ def assistant_message(message):
 
 
 def valid_json(text):
-    """The arguments to send back: the model's own if they parse, else "{}" (servers reject broken JSON).
-
-    Example: valid_json('{"path": "a"}') -> '{"path": "a"}';  valid_json('{"path": ') -> '{}'
-    """
+    """The arguments to send back: the model's own if they parse, else "{}" (servers reject broken JSON)."""
     try:
         json.loads(text)
         return text
@@ -371,15 +363,14 @@ def valid_json(text):
 
 
 def cut(text, limit=SHOWN_CHARS):
-    """Text for one line of the screen, made safe to show. Example: cut("x" * 300) -> 200 x's, then
-    " [... 100 more characters]" """
+    """Text for one line of the screen, made safe to show: cut("x" * 300) -> 200 x's + " [... 100 more characters]" """
     more = f" [... {len(text) - limit} more characters]" if len(text) > limit else ""
     return shown(text[:limit], one_line=True) + more
 
 
 def say(text, deadline=None, end="\n"):
-    """Print to standard output, waited for until the deadline: a reader who does not read cannot hold the run.
-    Output that cannot be written (its reader gone, as in `| head -c 1`; a full disk) ends it as output_error."""
+    """Print to standard output, waited for until the deadline; output that cannot be written (its reader gone,
+    as in `| head -c 1`; a full disk) ends the run as output_error."""
     try:
         if sys.stdout is None:  # the run began with standard output closed: print() would write nothing, silently
             raise OSError("no standard output")
@@ -408,8 +399,7 @@ def note(text):
 def arguments(argv=None):
     parser = argparse.ArgumentParser(description="Run one task with a tool-calling model.")
     parser.add_argument("task", help="what you want done, in quotes")
-    parser.add_argument("--backend", choices=BACKENDS,
-                        help="default: $BACKEND, else the first API key found, else demo")
+    parser.add_argument("--backend", choices=BACKENDS, help="default: $BACKEND, else the first key found, else demo")
     parser.add_argument("--model", help="default: $MODEL, else the backend's default model")
     parser.add_argument("--base-url", help="any OpenAI-compatible server (default: $BASE_URL, else the backend's)")
     parser.add_argument("--workspace", default=".", help="the folder the tools may touch (default: here)")
@@ -419,8 +409,7 @@ def arguments(argv=None):
     parser.add_argument("--max-steps", type=int, default=MAX_STEPS, help=f"default {MAX_STEPS}")
     parser.add_argument("--max-tool-calls", type=int, default=MAX_TOOL_CALLS, help=f"default {MAX_TOOL_CALLS}")
     parser.add_argument("--max-tokens", type=int, help="default: no limit")
-    parser.add_argument("--deadline", type=float, metavar="SECONDS",
-                        help="wall-clock time for the whole run, from the start (default: no limit)")
+    parser.add_argument("--deadline", type=float, metavar="SECONDS", help="wall-clock time for the run (default: none)")
     parser.add_argument("--trace", metavar="FILE", help="append a JSONL trace of the run to FILE")
     parser.add_argument("--stream", action="store_true", help="print the model's text as it arrives")
     args = parser.parse_args(argv)
@@ -444,10 +433,8 @@ def main(argv=None):
     shell.PROTECTED = [*Path(__file__).resolve().parent.glob("*.py"), ENV_FILE, Path(sys.prefix),
                        *([Path(trace)] if trace else [])]
     shell.SANDBOX = None if args.sandbox == "off" else args.sandbox
-    retries = logging.getLogger("openai._base_client")  # the openai package says when it retries, at INFO
-    retries.setLevel(logging.INFO)
-    retries.addHandler(logging.StreamHandler())
-    retries.handlers[-1].setFormatter(logging.Formatter("note: the openai package: %(message)s"))
+    logging.basicConfig(format="note: %(name)s: %(message)s")  # the openai package says when it retries, at INFO
+    logging.getLogger("openai._base_client").setLevel(logging.INFO)
     yes = args.yes
     if shell.SANDBOX and (problem := shell.sandbox_problem()):
         shell.SANDBOX, yes = None, False  # unsandboxed, a command is asked about, --yes or not
@@ -495,8 +482,7 @@ def on_signals(handler):
 
 
 def report(result, streamed=False, deadline=None):
-    """Print how the run ended: the answer (unless it was streamed), why it stopped, and a one-line summary on
-    standard error."""
+    """Print the answer (unless streamed), why the run stopped, and a one-line summary on standard error."""
     if streamed and result.answer:
         say("", deadline)  # the answer is on screen already: end its line
     if result.status != "answered":

@@ -37,11 +37,9 @@ def run(argv, workspace, write=False, path=None, deadline=None):
     one, when SANDBOX allows); path is its PATH. After TIMEOUT seconds, or at the deadline (a time.monotonic())
     if that comes first, it is stopped, and the result says so."""
     timeout = min(TIMEOUT, deadline - time.monotonic()) if deadline else TIMEOUT
-    env = {name: os.environ[name] for name in VARIABLES if name in os.environ}
-    env["PATH"] = path or os.defpath
-    process = subprocess.Popen(sandboxed(argv, workspace, write) if SANDBOX else argv, cwd=workspace, env=env,
-                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               **NEW_GROUP)
+    process = subprocess.Popen(sandboxed(argv, workspace, write) if SANDBOX else argv, cwd=workspace,
+                               env=environment(path), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, **NEW_GROUP)
     RUNNING.add(process)
     kept, printed = bytearray(), 0
 
@@ -67,6 +65,11 @@ def run(argv, workspace, write=False, path=None, deadline=None):
         status = f"error: stopped after printing {MAX_OUTPUT} bytes"
     cut = f"\n[... {printed - len(kept)} more bytes cut]" if printed > len(kept) else ""
     return f"{status}{killed}\n{kept.decode('utf-8', errors='replace')}{cut}"
+
+
+def environment(path=None):
+    """What a child process gets of the harness's environment: VARIABLES, and path as its PATH."""
+    return {**{name: os.environ[name] for name in VARIABLES if name in os.environ}, "PATH": path or os.defpath}
 
 
 def sandboxed(argv, workspace, write):
@@ -101,8 +104,8 @@ def stop(process):
         return "" if done.returncode == 0 or process.poll() is not None else f"; taskkill failed: {done.stdout}"
     try:
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass  # the group is gone already
+    except OSError:  # the group is gone already (macOS may say so with EPERM)
+        pass
     process.wait()
     return ""
 

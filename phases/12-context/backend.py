@@ -29,8 +29,7 @@ TIMEOUT = 60  # seconds to wait for the server at each step (connecting, each pi
 RETRIES = 2  # tries after the first, for failures that may pass (the openai package's own default)
 MAX_REPLY_CHARS = 1_000_000  # a reply longer than this is cut, and counts as unfinished
 MAX_REPLY_CALLS = 128  # and so is one with more tool calls: no turn needs them, and each costs a check
-# finish_reason as servers send it -> as the openai package knows it: TGI says eos_token or stop_sequence for a
-# finished answer; a reason not here ("error", Mistral's "model_length") means the answer is not finished.
+# finish_reason as servers send it -> as the openai package knows it; any other means the answer is not finished
 FINISHED = {"stop": "stop", "eos_token": "stop", "stop_sequence": "stop", "end_turn": "stop",
             "tool_calls": "tool_calls", "function_call": "tool_calls", "content_filter": "content_filter"}
 PROMPT = "Say hello in one short sentence."
@@ -39,8 +38,7 @@ load_dotenv(ENV_FILE)  # variables already set in the environment win over .env
 
 
 def sdk():
-    """The openai package, imported on first use: importing it takes half a second, which `--help` and a usage
-    error should not wait for. Python keeps a module once imported, so every later call costs nothing."""
+    """The openai package, imported on first use (half a second), not for `--help` or a usage error."""
     import openai
 
     return openai
@@ -51,16 +49,12 @@ class BackendError(Exception):
 
 
 class BrokenReply(Exception):
-    """An answer that is not a chat completion: no choices, a message of the wrong shape, calls announced and
-    missing."""
+    """An answer that is not a chat completion: no choices, a message of the wrong shape, missing calls."""
 
 
 def choose(name=None, model=None, base_url=None):
-    """Pick a backend: the name given, else $BACKEND, else the first API key found, else the demo.
-
-    Returns its settings, e.g. {"name": "groq", "base_url": "https://api.groq.com/openai/v1",
-    "api_key": "gsk_...", "model": "openai/gpt-oss-120b", "url_given": False}.
-    """
+    """Pick a backend: the name given, else $BACKEND, else the first API key found, else the demo. Returns its
+    settings: {"name": "groq", "base_url": ..., "api_key": "gsk_...", "model": ..., "url_given": False}."""
     base_url = usable_url(base_url or os.environ.get("BASE_URL"))
     name = name or os.environ.get("BACKEND") or first_backend_with_a_key(base_url)
     if name not in BACKENDS:
@@ -82,11 +76,8 @@ def choose(name=None, model=None, base_url=None):
 
 
 def usable_url(url):
-    """The URL without the spaces or line end a copy and paste leaves around it, or None when none is given;
-    a BackendError when requests cannot go to it.
-
-    Example: usable_url(" http://localhost:1234/v1\\n") -> "http://localhost:1234/v1";  "localhost:1234" -> error
-    """
+    """The URL stripped of what a paste leaves around it, or None; BackendError when requests cannot go to it.
+    Example: usable_url(" http://localhost:1234/v1\\n") -> "http://localhost:1234/v1";  "localhost:1234" -> error"""
     url = (url or "").strip()
     if not url:
         return None
@@ -102,12 +93,8 @@ def usable_url(url):
 
 
 def known_secrets(workspace="."):
-    """The secrets this harness knows, to be masked wherever they appear: the values in its own .env and in the
-    workspace's, and the API keys in its environment, {value: name}. BACKEND, MODEL and BASE_URL are settings,
-    and a value under 8 characters would mask ordinary words.
-
-    Example: with GROQ_API_KEY=gsk_abc123xyz in .env -> {"gsk_abc123xyz": "GROQ_API_KEY"}
-    """
+    """{value: name} of the secrets to mask wherever they appear: the values in this .env and the workspace's, and
+    the API keys in the environment; not the settings, nor values under 8 characters (they would mask words)."""
     found = [*dotenv_values(Path(workspace, ".env")).items(), *dotenv_values(ENV_FILE).items(),
              *((name, os.environ.get(name)) for name in KEY_VARIABLES)]
     return {value: name for name, value in found
@@ -150,10 +137,8 @@ def client(base_url, api_key):
 
 
 def chat(messages, tools=None, backend=None, on_note=None, on_text=None, options=None):
-    """Send the conversation, and the tools the model may call; return the whole response, checked. The reply is
-    response.choices[0].message: its text, and the tool calls it asks for. on_note hears of each retry; with
-    on_text the reply is streamed, and each piece of its text goes to on_text as it arrives. options (tool_choice,
-    temperature, ...) go into the request, but never replace its model, messages, tools or streaming."""
+    """Send the conversation and the tools; return the checked response (the reply: .choices[0].message). on_note
+    hears of each retry; with on_text the reply streams to it; options (tool_choice, ...) go into the request."""
     backend = backend or choose()
     options = {key: value for key, value in (options or {}).items() if key not in ("stream", "stream_options")}
     try:
@@ -191,10 +176,8 @@ def send(api, request, on_text=None):
 
 
 def streamed(api, request, on_text):
-    """The reply to a streamed request, put together from its chunks as they arrive; its text goes to on_text.
-    The chunks are read from the `data:` lines by hand: the openai package's reader takes an event with no data
-    (a `ping`, a blank line after an `id:`) for a chunk, and fails on it. Only a finish_reason proves that a
-    stream ended: one that stops before it was cut short."""
+    """The reply to a streamed request, put together from the `data:` lines (read by hand: the openai package's
+    reader fails on an event with no data, a `ping`); its text goes to on_text. No finish_reason: cut short."""
     request = {**request, "stream": True, "stream_options": {"include_usage": True}}  # usage in the last chunk
     stream = api.post("/chat/completions", body=request, cast_to=object, stream=True, stream_cls=sdk().Stream[object])
     content, calls, finish, usage = "", [], None, None
@@ -234,8 +217,7 @@ def streamed(api, request, on_text):
 
 
 def lines(response):
-    """The response's lines, as they arrive. Once a reply has begun, the HTTP library raises errors of its own (a
-    dropped connection, a wait past TIMEOUT), which the openai package does not wrap: each is a BrokenReply."""
+    """The response's lines as they arrive; the HTTP library's own errors mid-reply become BrokenReply."""
     reading = response.iter_lines()
     while True:
         try:
@@ -247,9 +229,8 @@ def lines(response):
 
 
 def add_piece(calls, piece):
-    """Add one streamed piece of a tool call to calls. Servers differ: OpenAI sends a call's id once and its index
-    in every piece, Ollama index 0 for every call, each with an id of its own, some servers neither. So a piece
-    joins the call with its id, else the call with its index, else the last call, unless it starts a new one."""
+    """Add a streamed piece of a tool call to calls: to the call with its id, else its index, else the last call
+    (OpenAI sends the id once and the index always, Ollama index 0 and new ids, some servers neither)."""
     function = piece.get("function") or {}
     name, arguments = function.get("name") or "", function.get("arguments") or ""
     by_id = [c for c in calls if piece.get("id") and c["id"] == piece["id"]]
@@ -275,9 +256,8 @@ def whole(calls):
 
 
 def checked(data):
-    """The server's JSON as a ChatCompletion, when it is one; else BrokenReply, saying what is wrong. What real
-    servers send differently is mended first: content as a list of parts, arguments as an object, an id that is
-    a number or missing, usage that does not count, a finish_reason the package does not know."""
+    """The server's JSON as a ChatCompletion, else BrokenReply saying what is wrong; mended first: content as a
+    list of parts, arguments as an object, a missing id, usage that does not count, an unknown finish_reason."""
     try:
         choice = next(c for c in data["choices"] if c.get("index", 0) == 0)
         message = {**choice["message"], "role": "assistant", "content": text(choice["message"].get("content"))}

@@ -53,7 +53,7 @@ SUMMARY = ("Sum up the work so far for yourself, to carry on from it: the task, 
 SAME_CALL_LIMIT = 3  # the same call in this many turns in a row: the model is told; once more and the run stops
 EXIT_CODES = {"answered": 0, "provider_error": 1, "output_error": 1, "step_limit": 3, "tool_call_limit": 3,
               "token_limit": 3, "deadline": 3, "repeated": 3, "incomplete": 4, "content_filter": 4, "refused": 4,
-              "invalid_output": 4, "interrupted": 130}
+              "invalid_output": 4, "interrupted": 130, "mcp_error": 1}
 SYSTEM = ("You are a careful assistant working in the user's workspace directory. "
           "Use the tools to look at the files before you answer, then answer briefly.")
 EMPTY_ANSWER = "Your reply was empty. Answer the task in words, or call a tool."
@@ -138,8 +138,7 @@ class Settings:
 
 
 def ask_user(question):
-    """The default approval: ask on the terminal; only y or yes is a yes, and the end of input is a no. The
-    question comes made safe to show (by guards.shown), so it is printed as it is."""
+    """The default approval: ask on the terminal (the question is already safe to show); only y or yes is a yes."""
     tell(f"{question}? [y/N] ", end="")
     answer = sys.stdin.readline() if sys.stdin else ""
     if not (sys.stdin and sys.stdin.isatty()):  # show what was piped in, as a terminal would have
@@ -149,13 +148,10 @@ def ask_user(question):
 
 def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=None, history=None, on_text=None,
         options=None, output=None, mcp=(), trusted=()):
-    """Run one task until it ends, and return a Result whose status says how it ended. approve(question)
-    decides the calls that need a person (only True means yes); limits is a Limits; trace a file name for the
-    JSONL trace; started the time.monotonic() the deadline counts from (default: now); history an earlier
-    result.messages to go on from; on_text, given, has the reply streamed to it as it arrives; options go into
-    every request (tool_choice into the first only); output is a JSON schema the answer must fit, given by a
-    call of FINAL_TOOL; mcp holds commands that start MCP servers, whose tools the model gets too, and trusted the
-    names of the servers whose calls need no person's yes."""
+    """Run one task until it ends; the Result's status says how. approve(question) is True for yes; trace is a JSONL
+    file name; started is the time.monotonic() the deadline counts from; history an earlier result.messages to go
+    on from; options go into every request; output is a JSON schema the answer, given to FINAL_TOOL, must fit;
+    mcp holds commands that start MCP servers, whose tools the model gets too; trusted names those asked nothing."""
     limits, started = limits or Limits(), started or time.monotonic()
     result = Result(messages=[*(history or [{"role": "system", "content": SYSTEM}]), {"role": "user", "content": task}])
     settings = Settings(backend, approve, limits, limits.deadline and started + limits.deadline, Trace(), on_text,
@@ -171,8 +167,10 @@ def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=N
         result.status = "answered"
     except Stop as stop:
         result.status, result.error = stop.status, stop.error
-    except (BackendError, McpError) as error:
+    except BackendError as error:
         result.status, result.error = "provider_error", str(error)
+    except McpError as error:  # a server that would not start: the tools the task was set with are missing
+        result.status, result.error = "mcp_error", str(error)
     except KeyboardInterrupt:
         result.status = "interrupted"
     shell.stop_all()  # nothing a command started outlives the run
@@ -228,9 +226,8 @@ def check_budgets(settings, result):
 
 
 def ask(settings, result):
-    """One model reply, waited for until the deadline; its tokens counted (estimated when the server sends
-    none), its call ids made unique, its record traced. A reply cut short, filtered or refused ends the run
-    with that status, and nothing in it runs."""
+    """One model reply, waited for until the deadline; its tokens counted, its call ids made unique, its record
+    traced. A reply cut short, filtered or refused ends the run with that status, and nothing in it runs."""
     result.steps += 1
     asked = time.monotonic()
     options = dict(settings.options)
@@ -275,8 +272,8 @@ def count(result, response, messages):
         usage = {"prompt_tokens": response.usage.prompt_tokens, "completion_tokens": response.usage.completion_tokens,
                  "cached_tokens": (details and details.cached_tokens) or 0}
     else:  # an estimate: reading the whole conversation again costs a little more each step, so only then
-        usage = {"prompt_tokens": size(messages), "cached_tokens": 0,
-                 "completion_tokens": len(json.dumps(assistant_message(response.choices[0].message))) // CHARS_PER_TOKEN}
+        reply = assistant_message(response.choices[0].message)
+        usage = {"prompt_tokens": size(messages), "cached_tokens": 0, "completion_tokens": size([reply])}
     usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
     for name in result.usage:
         result.usage[name] += usage[name]
@@ -290,10 +287,10 @@ def size(messages):
 
 def compact(settings, result):
     """Keep what this run adds to the conversation under settings.limits.context_tokens, in big steps and rarely,
-    so that the prefix a provider cached survives between them. Past the budget, every older tool result longer than CLEARED becomes a
-    placeholder that says how to get it again; if that leaves more than half the budget, the model sums up the
-    older part, and its summary takes that part's place. The system message, the task and the latest turns (as
-    many as fit in RECENT of the budget) stay as they are, and every tool call keeps its answer."""
+    so that the prefix a provider cached survives between them. Past the budget, every older tool result longer
+    than CLEARED becomes a placeholder that says how to get it again; if that leaves more than half the budget,
+    the model sums up the older part, and its summary takes that part's place. The system message, the task and
+    the latest turns (as many as fit in RECENT of the budget) stay as they are; every tool call keeps its answer."""
     messages, budget, (counted, tokens) = result.messages, settings.limits.context_tokens, settings.measured
     settings.measured = (len(messages), tokens + size(messages[max(counted, settings.task_at + 1):]))  # the new
     if not budget or settings.measured[1] <= budget:
@@ -322,9 +319,8 @@ def compact(settings, result):
 
 
 def run_tools(settings, result, calls):
-    """Run one reply's tool calls. Each is decided first (its contract, plan(), a person where plan() says so);
-    then the calls nobody was asked about run side by side, then the approved ones, so that nothing a person
-    agreed to can change what the others were checked against. Every call gets a tool message, in order."""
+    """Run one reply's tool calls: each decided first; then the unasked ones run side by side, then the approved
+    ones, so nothing a person agreed to changes what the others were checked against. Each gets a tool message."""
     told = repeated(settings, calls)
     decided = [(call, told[call.id], False) if call.id in told else decide(settings, result, call) for call in calls]
     results = {}
@@ -360,9 +356,8 @@ def repeated(settings, calls):
 
 
 def meaning(call):
-    """A call as what it would do: its name and its checked arguments, the defaults filled in, a path and a
-    command read by this system's rules, so spacing, key order and ./ do not count.
-    Example: read_file '{"path": "./a"}' and '{ "path":"a", "offset": 1 }' -> ("read_file", ...) the same"""
+    """A call as what it would do (checked arguments, defaults filled in, a path and a command normalized), so
+    spacing, key order and ./ do not count: read_file '{"path": "./a"}' and '{ "path":"a", "offset": 1 }' match."""
     try:
         args = check_call(call.function.name, call.function.arguments)
         if "path" in args:
@@ -409,8 +404,9 @@ def start_servers(settings, commands, trusted):
         server.start(settings.deadline)
         for tool in server.tools(settings.deadline):
             full = re.sub(r"[^A-Za-z0-9_-]", "_", f"{name}__{tool['name']}")[:64]  # what the APIs take as a name
-            spec = {"type": "function", "function": {"name": full, "parameters": tool["inputSchema"],
-                                                     "description": f"From the MCP server {name}: {tool['description']}"}}
+            spec = {"type": "function", "function": {
+                "name": full, "parameters": tool["inputSchema"],
+                "description": f"From the MCP server {name}: {tool['description']}"}}
             settings.mcp[full] = (server, tool["name"], spec, name in trusted)
 
 
@@ -460,9 +456,8 @@ def tool_result(action):
 
 
 def at_once(functions, deadline):
-    """Run the functions side by side, each on a thread of its own, and wait for them until the deadline (a
-    time.monotonic(), or None): the one clock every wait of a run goes by. Returns a box for each function,
-    {"value": what it returned} or {"error": what it raised}, or {} when it had not finished in time."""
+    """Run the functions side by side, each on a thread, and wait for them until the deadline (a time.monotonic(),
+    or None). Returns a box for each: {"value": returned}, {"error": raised}, or {} when not finished in time."""
     boxes = [{} for _ in functions]
 
     def fill(box, function):
@@ -522,10 +517,7 @@ def assistant_message(message):
 
 
 def valid_json(text):
-    """The arguments to send back: the model's own if they parse, else "{}" (servers reject broken JSON).
-
-    Example: valid_json('{"path": "a"}') -> '{"path": "a"}';  valid_json('{"path": ') -> '{}'
-    """
+    """The arguments to send back: the model's own if they parse, else "{}" (servers reject broken JSON)."""
     try:
         json.loads(text)
         return text
@@ -534,15 +526,14 @@ def valid_json(text):
 
 
 def cut(text, limit=SHOWN_CHARS):
-    """Text for one line of the screen, made safe to show. Example: cut("x" * 300) -> 200 x's, then
-    " [... 100 more characters]" """
+    """Text for one line of the screen, made safe to show: cut("x" * 300) -> 200 x's + " [... 100 more characters]" """
     more = f" [... {len(text) - limit} more characters]" if len(text) > limit else ""
     return shown(text[:limit], one_line=True) + more
 
 
 def say(text, deadline=None, end="\n"):
-    """Print to standard output, waited for until the deadline: a reader who does not read cannot hold the run.
-    Output that cannot be written (its reader gone, as in `| head -c 1`; a full disk) ends it as output_error."""
+    """Print to standard output, waited for until the deadline; output that cannot be written (its reader gone,
+    as in `| head -c 1`; a full disk) ends the run as output_error."""
     try:
         if sys.stdout is None:  # the run began with standard output closed: print() would write nothing, silently
             raise OSError("no standard output")
@@ -571,8 +562,7 @@ def note(text):
 def arguments(argv=None):
     parser = argparse.ArgumentParser(description="Run one task with a tool-calling model.")
     parser.add_argument("task", help="what you want done, in quotes")
-    parser.add_argument("--backend", choices=BACKENDS,
-                        help="default: $BACKEND, else the first API key found, else demo")
+    parser.add_argument("--backend", choices=BACKENDS, help="default: $BACKEND, else the first key found, else demo")
     parser.add_argument("--model", help="default: $MODEL, else the backend's default model")
     parser.add_argument("--base-url", help="any OpenAI-compatible server (default: $BASE_URL, else the backend's)")
     parser.add_argument("--workspace", default=".", help="the folder the tools may touch (default: here)")
@@ -582,8 +572,7 @@ def arguments(argv=None):
     parser.add_argument("--max-steps", type=int, default=MAX_STEPS, help=f"default {MAX_STEPS}")
     parser.add_argument("--max-tool-calls", type=int, default=MAX_TOOL_CALLS, help=f"default {MAX_TOOL_CALLS}")
     parser.add_argument("--max-tokens", type=int, help="default: no limit")
-    parser.add_argument("--deadline", type=float, metavar="SECONDS",
-                        help="wall-clock time for the whole run, from the start (default: no limit)")
+    parser.add_argument("--deadline", type=float, metavar="SECONDS", help="wall-clock time for the run (default: none)")
     parser.add_argument("--trace", metavar="FILE", help="append a JSONL trace of the run to FILE")
     parser.add_argument("--stream", action="store_true", help="print the model's text as it arrives")
     parser.add_argument("--tool-choice", choices=("auto", "none", "required"), help="for the first request")
@@ -615,10 +604,8 @@ def arguments(argv=None):
 
 
 def unusable(schema, where="the schema"):
-    """Why the harness cannot check answers against a JSON schema, or None: it must describe an object, and use
-    only the words in SCHEMA_WORDS, each in its shape, and the types problem() knows.
-
-    Example: unusable({"type": "object", "anyOf": []}) -> "the schema uses anyOf, which is not checked here" """
+    """Why answers cannot be checked against a schema, or None: it must describe an object, with only SCHEMA_WORDS
+    in their shapes: unusable({"type": "object", "anyOf": []}) -> "the schema uses anyOf, which is not checked here" """
     if where == "the schema" and not (isinstance(schema, dict) and schema.get("type") == "object"):
         return "the schema must describe an object, with properties"
     if not isinstance(schema, dict) or schema.keys() - SCHEMA_WORDS:
@@ -641,10 +628,8 @@ def main(argv=None):
     shell.PROTECTED = [*Path(__file__).resolve().parent.glob("*.py"), ENV_FILE, Path(sys.prefix),
                        *([Path(trace)] if trace else [])]
     shell.SANDBOX = None if args.sandbox == "off" else args.sandbox
-    retries = logging.getLogger("openai._base_client")  # the openai package says when it retries, at INFO
-    retries.setLevel(logging.INFO)
-    retries.addHandler(logging.StreamHandler())
-    retries.handlers[-1].setFormatter(logging.Formatter("note: the openai package: %(message)s"))
+    logging.basicConfig(format="note: %(name)s: %(message)s")  # the openai package says when it retries, at INFO
+    logging.getLogger("openai._base_client").setLevel(logging.INFO)
     yes = args.yes
     if shell.SANDBOX and (problem := shell.sandbox_problem()):
         shell.SANDBOX, yes = None, False  # unsandboxed, a command is asked about, --yes or not
@@ -696,8 +681,7 @@ def on_signals(handler):
 
 
 def report(result, streamed=False, deadline=None):
-    """Print how the run ended: the answer (unless it was streamed), why it stopped, and a one-line summary on
-    standard error."""
+    """Print the answer (unless streamed), why the run stopped, and a one-line summary on standard error."""
     if streamed and result.answer and result.output is None:
         say("", deadline)  # the answer is on screen already: end its line
     if result.status != "answered":

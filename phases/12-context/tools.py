@@ -27,10 +27,8 @@ class BadCall(ToolError):
 
 
 def truncate(text, limit=MAX_CHARS):
-    """Cut text to limit characters, the note that says how much was cut included.
-
-    Example: truncate("a" * 5000, 100) -> 50 times "a", then "\\n[... 4950 more characters cut]"
-    """
+    """Cut text to limit characters, the note saying how much was cut included.
+    Example: truncate("a" * 5000, 100) -> 50 times "a", then "\\n[... 4950 more characters cut]" """
     if len(text) <= limit:
         return text
     kept = limit - 50  # room for the note
@@ -38,12 +36,9 @@ def truncate(text, limit=MAX_CHARS):
 
 
 def check_call(name, arguments, schemas=None):
-    """Parse a call's arguments and hold them to its tool's schema (SCHEMAS, or the schemas given); the defaults
-    filled in. Returns the arguments, or raises BadCall with a message the model can fix its next call from.
-
-    Example: check_call("read_file", '{}') -> BadCall('read_file: missing required argument "path" (string).
-             Call it as {"path": "README.md"}')
-    """
+    """The call's arguments, parsed, held to its tool's schema (SCHEMAS, or the given), the defaults filled in;
+    else BadCall, with a message the model can fix its next call from. Example: check_call("read_file", '{}') ->
+    BadCall('read_file: missing required argument "path" (string). Call it as {"path": "README.md"}')"""
     schemas = schemas or SCHEMAS
     if name not in schemas:
         raise BadCall(f"there is no tool called {name!r}. The tools are: {', '.join(schemas)}.")
@@ -60,13 +55,11 @@ def check_call(name, arguments, schemas=None):
 
 
 def problem(value, schema, where=""):
-    """What in a value breaks a JSON schema: a type (a bool is an int to Python, but no integer to JSON Schema),
-    an enum, an object's required and unexpected keys, an array's items; None when nothing does.
-
-    Example: problem({"path": 1}, read_file's schema) -> 'argument "path" must be of type string, not 1'
-    """
+    """What in a value breaks a JSON schema (a type, an enum, an object's keys, an array's items), or None.
+    Example: problem({"path": 1}, read_file's schema) -> 'argument "path" must be of type string, not 1'"""
     kind, name = schema.get("type"), f'argument "{where}"' if where else "the arguments"
-    if kind in JSON_TYPES and (not isinstance(value, JSON_TYPES[kind]) or isinstance(value, bool) != (kind == "boolean")):
+    if kind in JSON_TYPES and (not isinstance(value, JSON_TYPES[kind])  # True is an int to Python, not to JSON
+                               or isinstance(value, bool) != (kind == "boolean")):
         return f"{name} must be {'a JSON object' if not where else f'of type {kind}'}, not {json.dumps(value)[:50]}"
     if "enum" in schema and value not in schema["enum"]:
         return f"{name} must be one of {json.dumps(schema['enum'])}, not {json.dumps(value)[:50]}"
@@ -173,11 +166,8 @@ def writable(path):
 
 
 def write_question(path, content):
-    """What a person sees before a write: a summary line, the diff, and the summary again right above the answer.
-
-    Example: write_question("a.txt", "new\\n") where a.txt holds "old\\n" ->
-             "Write a.txt: +1 -1 lines\\n--- a/a.txt\\n+++ b/a.txt\\n@@ -1 +1 @@\\n-old\\n+new\\n" "Write a.txt: +1 -1 lines"
-    """
+    """What a person sees before a write: a summary line ("Write a.txt: +1 -1 lines"), the diff, and the summary
+    again right above the answer."""
     full = writable(path)
     name = guards.shown(str(full.relative_to(guards.WORKSPACE.resolve())), one_line=True)
     if full.is_file() and full.stat().st_size > MAX_SCAN:
