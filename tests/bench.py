@@ -2,8 +2,9 @@
 
 Run:  python tests/bench.py                            (half a minute a run; not part of the test suite)
       python tests/bench.py --code phases/08-streaming   (the same figures for another checkpoint)
-Every figure is the median of several runs and a ratio of two things measured side by side in the same
-run, so a busy machine slows both sides alike. The model is the offline one, scripted to answer at once.
+Every timed figure is the median of several runs and a ratio of two things measured side by side in the same
+run, so a busy machine slows both sides alike; figure 6 counts tokens, the same in every run. The model is the
+offline one, scripted to answer at once.
 It prints figures and whether each meets its target; it asserts nothing about time (exit 0 either way).
 """
 import argparse
@@ -25,6 +26,7 @@ CODE = ROOT  # the code measured; --code changes it
 
 STEPS = 200  # tool-call steps in the long run
 CONTEXT_STEPS = 20  # steps of the context-growth run
+LONG_STEPS = 50  # steps of the run with and without context management (phase 12 on)
 USAGE = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
 
 
@@ -210,6 +212,27 @@ def context(harness, tools, workspace):
     return last / (CONTEXT_STEPS * tools.MAX_CHARS + len(json.dumps(emptied)))
 
 
+def managed(harness, workspace):
+    """6. A 50-step run that reads a file of about 4,000 characters at each step, with the whole conversation
+    resent (no budget) and under the default budget: prompt tokens in all, those the server had not cached, and
+    whether the note read at step 1 is still in the last request. Tokens, not time: one run of each tells."""
+    (workspace / "fact.txt").write_text("The code word is PELICAN.\n")
+    for n in range(1, LONG_STEPS - 1):
+        (workspace / f"log{n}.txt").write_text("".join(f"{n}: line {i} of a log the task reads\n" for i in range(110)))
+    reads = ["fact.txt", *(f"log{n}.txt" for n in range(1, LONG_STEPS - 1))]
+    script = [{"tool_calls": [{"name": "read_file", "arguments": {"path": path}}]} for path in reads] + ["done"]
+    figures = []
+    for budget in (None, harness.CONTEXT_TOKENS):
+        with demo_model.start(script=script) as server:
+            result = harness.run("Read fact.txt, then every log", backend=backend_for(server.url),
+                                 limits=harness.Limits(LONG_STEPS + 5, LONG_STEPS + 5, context_tokens=budget))
+            assert result.status == "answered", (result.status, result.error)
+            kept = "PELICAN" in json.dumps(server.requests[-1]["body"]["messages"])
+        usage = result.usage
+        figures.append((usage["prompt_tokens"], usage["prompt_tokens"] - usage["cached_tokens"], kept))
+    return figures
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="runs per figure; the median is shown (default 5)")
@@ -243,6 +266,9 @@ def main():
                 figures.setdefault(name, []).append(value)
             print(f"run {run + 1} of {args.runs} done", file=sys.stderr)
         median = {name: statistics.median(values) for name, values in figures.items()}
+        if hasattr(harness, "CONTEXT_TOKENS"):
+            with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+                naive, budgeted = managed(harness, workspace)
     rows = [
         ("1. per-step cost, 200 steps", f"{median['whole']:.2f} x the raw HTTP loop", "<= 1.5", median["whole"] <= 1.5),
         ("   last 20 steps / first 20", f"{median['growth']:.2f} x (the raw loop's: {median['raw_growth']:.2f} x)",
@@ -258,6 +284,15 @@ def main():
         ("5. context after 20 big reads", f"{median['context']:.2f} x (20 x MAX_CHARS + overhead)", "<= 1",
          median["context"] <= 1),
     ]
+    if hasattr(harness, "CONTEXT_TOKENS"):
+        ratio = budgeted[0] / naive[0]
+        rows += [
+            ("6. 50 steps, whole conversation", f"{naive[0]:,} prompt tokens, {naive[1]:,} not cached", "", True),
+            (f"   budget {harness.CONTEXT_TOKENS:,} tokens",
+             f"{budgeted[0]:,} prompt tokens, {budgeted[1]:,} not cached", "", True),
+            ("   the budget's / the whole's", f"{ratio:.2f} x; the note of step 1 in the last request: "
+                                            f"{'yes' if budgeted[2] else 'no'}", "<= 0.3, and yes",
+             ratio <= 0.3 and budgeted[2])]
     print(f"\n{'figure':32} {'measured (median of ' + str(args.runs) + ')':58} {'target':24} ok")
     for name, measured, target, ok in rows:
         print(f"{name:32} {measured:58} {target:24} {'yes' if ok else 'NO'}")

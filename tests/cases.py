@@ -51,8 +51,10 @@ def in_two_seconds():
 
 
 # name: the phase that introduced what it checks, the task, what the server does (a list, or a function that makes
-# one when the case runs), and what must come of it. expect: status and exit code always; answer (a part of it),
-# requests (how many the server got), results (parts of the tool results, in any order), stderr / stdout (a part),
+# one when the case runs), write (files the workspace starts with, beside notes.txt), and what must come of it.
+# expect: status and exit code always; answer (a part of it), requests (how many the server got), requests_over
+# (at most that many is wrong), results (parts of the tool results, in any order), stderr / stdout (a part),
+# trace_has (a record type the trace must hold),
 # stderr_lacks / stdout_lacks (a part it must not hold), stdout_once (a text printed exactly once), files (what the
 # workspace must hold afterwards), trace_under (the most bytes the trace may hold), seconds (the most the run may
 # take: three times what it takes, or more, for the suite runs on a busy two-core machine; the bounds and deadlines
@@ -543,6 +545,20 @@ CASES = {
         "task": "Say hi",
         "script": [{"status": 200, "body": "", "content_type": "application/json"}] * 4,
         "expect": {"status": "provider_error", "exit": 1, "stderr_lacks": "--stream"}},
+
+    # Phase 12, context: 50 steps, each reading a log of about 4,000 characters, under the default budget. The
+    # notes read at step 1 are summed up or cleared long before step 50; the last reply is the demo model's own
+    # (policy), from what the last request still holds, so the answer has the early fact only if compaction kept it.
+    "an_early_fact_survives_fifty_steps": {
+        "phase": 12,
+        "task": "Read notes.txt, then every log, then tell me what notes.txt says",
+        "args": ["--max-steps", "60", "--max-tool-calls", "60"],
+        "write": {f"log{n}.txt": "".join(f"{n}: line {i} of a log the task reads\n" for i in range(110))
+                  for n in range(1, 49)},
+        "script": [READ, *({"tool_calls": [call("read_file", {"path": f"log{n}.txt"})]} for n in range(1, 49)),
+                   {"policy": True}],
+        "expect": {"status": "answered", "exit": 0, "requests_over": 50, "answer": "buy milk",
+                   "trace_has": "compact"}},
 }
 
 
@@ -562,6 +578,8 @@ def run_case(name, code_dir=ROOT, trace=None, show=False):
     with tempfile.TemporaryDirectory() as scratch, demo_model.start(script=script) as server:
         work = copy_code(code_dir, scratch)
         (work / "notes.txt").write_text("buy milk\n")
+        for name, text in case.get("write", {}).items():
+            (work / name).write_text(text)
         trace = Path(case.get("trace") or trace or work / "trace.jsonl").resolve()
         env = dict(BACKEND="groq", GROQ_API_KEY="gsk_case", BASE_URL=server.url, MODEL="openai/gpt-oss-120b")
         started = time.monotonic()
@@ -585,6 +603,10 @@ def problems(expect, done, records, server, work, seconds, trace):
                      f"expected {expect['status']} with exit {expect['exit']}")
     if "requests" in expect and len(server.requests) != expect["requests"]:
         found.append(f"the server got {len(server.requests)} requests, expected {expect['requests']}")
+    if len(server.requests) <= expect.get("requests_over", -1):
+        found.append(f"the server got {len(server.requests)} requests, expected more than {expect['requests_over']}")
+    if "trace_has" in expect and expect["trace_has"] not in {r["type"] for r in records}:
+        found.append(f"the trace has no {expect['trace_has']!r} record")
     if expect.get("answer", "") not in end.get("answer", ""):
         found.append(f"the answer {end.get('answer')!r} lacks {expect['answer']!r}")
     for stream in ("stdout", "stderr"):

@@ -4,6 +4,7 @@ and answers a request to sum up the work with a summary of its own."""
 import json
 
 import pytest
+from cases import run_case
 from helpers import groq_env, run_python, scripted_backend, trace_records
 
 PHASE = 12
@@ -91,3 +92,11 @@ def test_the_command_line_takes_a_budget_and_zero_turns_it_off(workspace, server
     assert rewrites(server.requests) == 0, "with 0, nothing is ever rewritten"
     replies = [r for r in trace_records(workspace / "t.jsonl") if r["type"] == "reply"]
     assert all("cached_tokens" in r["usage"] for r in replies), replies[0]
+
+
+def test_an_early_fact_survives_fifty_steps(code_dir):
+    """The scripted case an_early_fact_survives_fifty_steps: 50 steps under the default budget on the command line,
+    then the offline model answers from what the last request holds, and its answer has the notes read at step 1
+    (`python tests/cases.py -v an_early_fact_survives_fifty_steps` shows it run)."""
+    found = run_case("an_early_fact_survives_fifty_steps", code_dir)
+    assert found == [], "; ".join(found)
