@@ -6,6 +6,7 @@ time leaves a margin of three times what it measures."""
 import email.utils
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -340,6 +341,10 @@ def broken_stream_server(how):
         received = b""
         while b"\r\n\r\n" not in received:
             received += connection.recv(65536)
+        head, _, body = received.partition(b"\r\n\r\n")
+        length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))
+        while len(body) < length:  # all of it: a socket closed with a request unread sends a reset, not an end
+            body += connection.recv(65536)
         connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                            b"Transfer-Encoding: chunked\r\n\r\n")
         for event in events:
@@ -347,7 +352,8 @@ def broken_stream_server(how):
             connection.sendall(b"%x\r\n%s\r\n" % (len(data), data))
         if how.startswith("stall"):
             time.sleep(30)
-        connection.close()  # without the last, empty chunk: the body is cut
+        connection.shutdown(socket.SHUT_WR)  # the end, without the last, empty chunk: the body is cut
+        connection.close()
 
     def serve():
         while True:

@@ -143,10 +143,11 @@ def test_a_server_that_dies_is_a_tool_error_and_the_run_goes_on(servers, server)
 
 
 def test_a_server_that_cannot_start_is_one_clear_error(servers, server):
-    """A server that fails its handshake ends the run before the model is asked: exit 1, an `error:` line that
-    names the server, no traceback."""
+    """A server that fails its handshake ends the run before the model is asked: status mcp_error, exit 1, an
+    `error:` line that names the server, no traceback."""
     results, done, _ = run(servers, server, ("x", {}), args=("--mcp", "python mcp_servers.py exit"))
     assert done.returncode == 1 and "error:" in done.stderr and "exit" in done.stderr, done.stderr
+    assert "stopped: mcp error" in done.stdout, done.stdout
     assert "Traceback" not in done.stderr
 
 
