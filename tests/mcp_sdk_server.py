@@ -1,4 +1,4 @@
-"""A tiny MCP server built with the official MCP Python SDK (`pip install -r tests/requirements-mcp.txt`), so the
+"""A tiny MCP server built with the official MCP Python SDK (`pip install -r tests/requirements.txt`), so the
 tests can check the course's client against software nobody here wrote.
 
 Run:  python tests/mcp_sdk_server.py      (stdio; python mcp_client.py "python tests/mcp_sdk_server.py" lists it)

@@ -1,6 +1,6 @@
 """mcp_client.py against real servers over real pipes: the course's ticket_server.py, tests/mcp_servers.py (which
 misbehaves on purpose), and, when installed, servers nobody here wrote: one built on the official MCP Python SDK
-(tests/requirements-mcp.txt) and the MCP project's reference server from npm (.ci/mcp-npm, see .ci/run)."""
+(tests/requirements.txt) and the MCP project's reference server from npm (.ci/mcp-npm, see .ci/run)."""
 import importlib.util
 import json
 import os
@@ -212,7 +212,7 @@ def test_running_the_client_alone_prints_the_servers_tools():
 
 
 @pytest.mark.skipif(not HAS_SDK, reason="the official MCP SDK is not installed: pip install -r "
-                                        "tests/requirements-mcp.txt")
+                                        "tests/requirements.txt")
 def test_works_with_a_server_built_on_the_official_sdk(start):
     server = start(shlex.join([sys.executable, str(ROOT / "tests" / "mcp_sdk_server.py")]), seconds=15)
     assert server.version == "2025-11-25"

@@ -133,7 +133,7 @@ def test_wrong_input_gets_json_rpc_errors_and_the_server_goes_on():
 
 
 @pytest.mark.skipif(not HAS_SDK, reason="the official MCP SDK is not installed: pip install -r "
-                                        "tests/requirements-mcp.txt")
+                                        "tests/requirements.txt")
 def test_the_official_sdks_client_uses_it():
     from mcp import Client, StdioServerParameters
 
