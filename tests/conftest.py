@@ -2,8 +2,10 @@
 
 `python -m pytest tests/checkpoints --phase N [--code DIR]` checks the code in DIR (default: the repository root)
 against phase N's "Done when", by behaviour only, and says what to fix in the lesson's words. Without --phase,
-every test module runs against each checkpoint from its PHASE on (a missed copy of a fix fails), skipping
-checkpoints whose FILES are the same as one already tested.
+every test module runs against the checkpoint of its PHASE (the phase that introduced what it checks) and the last
+checkpoint (the top-level code), once when their FILES are the same. The checkpoints in between share that code:
+tests/test_course.py holds every definition a phase changes to be named in its lesson, so a fix that missed a
+copy fails there (unless that phase's lesson names what the fix changed).
 """
 import importlib
 import socket
@@ -19,8 +21,12 @@ def pytest_addoption(parser):
     parser.addoption("--code", type=Path, metavar="DIR", help="with --phase: the folder to check (default: here)")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
+    """The suite runs on 4 workers (pytest.ini: most of it waits on clocks); a learner's check runs in one process."""
     phase, code = config.getoption("--phase"), config.getoption("--code")
+    if phase is not None and hasattr(config.option, "tx"):
+        config.option.dist, config.option.tx = "no", []
     if phase is not None and phase not in range(len(checkpoints())):
         raise pytest.UsageError(f"--phase {phase}: the phases are 0 to {len(checkpoints()) - 1}")
     if code is not None and (phase is None or not code.is_dir()):
@@ -38,7 +44,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_generate_tests(metafunc):
-    """code_dir: your folder with --phase; else every checkpoint from the module's PHASE on, one of each kind."""
+    """code_dir: your folder with --phase; else the checkpoint of the module's PHASE, and the last one."""
     if "code_dir" not in metafunc.fixturenames:
         return
     if metafunc.config.getoption("--phase") is not None:
@@ -48,7 +54,8 @@ def pytest_generate_tests(metafunc):
     marker = metafunc.definition.get_closest_marker("files")  # @pytest.mark.files("harness.py", ...), or all
     files, seen, dirs = marker.args if marker else getattr(metafunc.module, "FILES", None), set(), []
     phase = metafunc.definition.get_closest_marker("phase")  # @pytest.mark.phase(5): from a later phase than PHASE
-    for checkpoint in checkpoints()[phase.args[0] if phase else metafunc.module.PHASE:]:
+    later = checkpoints()[phase.args[0] if phase else metafunc.module.PHASE:]
+    for checkpoint in (later[0], later[-1]):
         if fingerprint(checkpoint, files) not in seen:
             seen.add(fingerprint(checkpoint, files))
             dirs.append(checkpoint)

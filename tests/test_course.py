@@ -1,7 +1,9 @@
 """The course holds together: the top-level code is the last checkpoint, lessons show only code their checkpoint
 has, the tag builder makes the tags without touching anything, a learner can start any phase on a branch of their
-own, the phase folders run as they are, and the learner's check passes correct code (ours, and a second
+own, the phase folders run as they are, every definition a phase adds or changes is named in its lesson (so a fix
+that missed a checkpoint shows), and the learner's check passes correct code (ours, and a second
 implementation written from the lessons alone) and fails broken code with the symptom the lesson shows."""
+import ast
 import difflib
 import re
 import subprocess
@@ -132,6 +134,43 @@ def test_no_phase_asks_for_more_than_its_budget_and_the_core_stays_small():
     assert max(sizes.values()) <= MAX_TYPED, sizes
     core = next(folder for folder in folders if folder.name.endswith("-structured"))
     assert sum(len(path.read_text().splitlines()) for path in core.glob("*.py")) <= MAX_CORE
+
+
+def definitions(folder):
+    """{(file, name): its code, docstrings left out} for a checkpoint's functions, classes, their methods, and
+    CONSTANTS: what a lesson explains."""
+    found = {}
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            named = [(node.name, node)] if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else \
+                [(n.id, node) for target in getattr(node, "targets", [getattr(node, "target", None)]) if target
+                 for n in ast.walk(target) if isinstance(n, ast.Name) and n.id.isupper()]
+            if isinstance(node, ast.ClassDef):
+                named += [(f"{node.name}.{item.name}", item) for item in node.body
+                          if isinstance(item, ast.FunctionDef) and not item.name.startswith("__")]
+            for name, definition in named:
+                for inner in ast.walk(definition):  # a docstring is prose: rewording it changes no code
+                    body = getattr(inner, "body", None)
+                    if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and \
+                            isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+                        inner.body = body[1:] or [ast.Pass()]
+                found[(path.name, name)] = ast.dump(definition)
+    return found
+
+
+def test_every_definition_a_phase_adds_or_changes_is_named_in_its_lesson():
+    """Each function, class, method and constant whose code a phase adds or changes is named in that phase's
+    lesson. This is also how a fix that missed a checkpoint shows: the copies of shared code differ where no
+    lesson says they do. (The behaviour tests run on the checkpoint that introduced them and on the last.)"""
+    missing, before = [], {}
+    for folder in checkpoints():
+        now, lesson = definitions(folder), (folder / "README.md").read_text(encoding="utf-8")
+        for (file, name), code in now.items():
+            word = name.split(".")[-1]
+            if before.get((file, name)) != code and not re.search(rf"(?<!\w){re.escape(word)}(?!\w)", lesson):
+                missing.append(f"{folder.name}: {file} {name} ({'changed' if (file, name) in before else 'added'})")
+        before = now
+    assert not missing, "defined or changed, and not named in the lesson:\n" + "\n".join(missing)
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.parent.name for p in LESSONS])
