@@ -1388,7 +1388,9 @@ def chat_reply(server, body, groq):
     if model not in server.models:
         return model_not_found(model)
     asked = body["messages"][-1] if isinstance(body.get("messages"), list) and body["messages"] else {}
-    if isinstance(asked, dict) and asked.get("role") == "user" and text_of(asked.get("content")).startswith(SUMMARY_ASK):
+    asked_to_sum_up = isinstance(asked, dict) and asked.get("role") == "user" and \
+        text_of(asked.get("content")).startswith(SUMMARY_ASK)
+    if asked_to_sum_up:
         return validate(body, groq) or {"content": summary(body["messages"])}  # scripted or not: the demo sums up
     return validate(body, groq) or server.next_reply() or {"policy": True}
 

@@ -234,8 +234,9 @@ def test_links_that_lead_out_are_refused_or_ask(harness, server, workspace):
     """A link to a file or folder outside, named to read_file, cat, ls, head or grep: refused, or a person asked."""
     (workspace / "out.txt").symlink_to(workspace.parent / "outside.txt")
     (workspace / "up").symlink_to(workspace.parent, target_is_directory=True)
-    results, asked = turn(harness, server, ("read_file", {"path": "out.txt"}), ("read_file", {"path": "up/outside.txt"}),
-                          shell("cat out.txt"), shell("head up/outside.txt"), shell("ls up"))
+    results, asked = turn(harness, server, ("read_file", {"path": "out.txt"}),
+                          ("read_file", {"path": "up/outside.txt"}), shell("cat out.txt"),
+                          shell("head up/outside.txt"), shell("ls up"))
     assert len(asked) == 3 and not any("not yours" in r for r in results), (asked, results)
 
 

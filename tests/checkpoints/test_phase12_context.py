@@ -18,9 +18,10 @@ def long_task(workspace):
     script of a model that reads the note, then every file, then answers."""
     (workspace / "notes.txt").write_text("The code word is PELICAN.\n" + "more notes\n" * 20)
     for n in range(STEPS):
-        (workspace / f"file{n}.txt").write_text("".join(f"{n}: line {i} of a file the task reads\n" for i in range(100)))
-    return [{"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]}] + \
-        [{"tool_calls": [{"name": "read_file", "arguments": {"path": f"file{n}.txt"}}]} for n in range(STEPS)] + ["done"]
+        (workspace / f"file{n}.txt").write_text("".join(f"{n}: line {i} of a file the task reads\n"
+                                                        for i in range(100)))
+    reads = ["notes.txt", *(f"file{n}.txt" for n in range(STEPS))]
+    return [{"tool_calls": [{"name": "read_file", "arguments": {"path": path}}]} for path in reads] + ["done"]
 
 
 def long_run(harness, server, script, budget):

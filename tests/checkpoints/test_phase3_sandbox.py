@@ -18,7 +18,8 @@ SECRET = "sk-live-0123456789abcdef"
 def bubblewrap_works():
     if not shutil.which("bwrap"):
         return False
-    return subprocess.run(["bwrap", "--ro-bind", "/", "/", "--unshare-all", "true"], capture_output=True).returncode == 0
+    done = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--unshare-all", "true"], capture_output=True)
+    return done.returncode == 0
 
 
 needs_bubblewrap = pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap is not installed here, or cannot "
