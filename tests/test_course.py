@@ -136,6 +136,16 @@ def test_no_phase_asks_for_more_than_its_budget_and_the_core_stays_small():
     assert sum(len(path.read_text().splitlines()) for path in core.glob("*.py")) <= MAX_CORE
 
 
+def test_the_readme_map_says_what_each_phase_asks():
+    """The README's table of phases gives each phase's tag, lesson, lines typed and the lesson's stated minutes."""
+    readme, folders = (ROOT / "README.md").read_text(encoding="utf-8"), checkpoints()
+    for number, (earlier, later) in enumerate(zip([None, *folders], folders)):
+        minutes = re.search(r"\*\*Time:\*\* (\d+) minutes typed", (later / "README.md").read_text()).group(1)
+        row = f"| {number} | `{tag_name(later)}` | [{later.name}](phases/{later.name}/README.md) |"
+        said = f"| {typed(earlier, later)} lines, {minutes} min |"
+        assert row in readme and said in readme.split(row)[1].split("\n")[0], f"README.md, phase {number}: {said}"
+
+
 def definitions(folder):
     """{(file, name): its code, docstrings left out} for a checkpoint's functions, classes, their methods, and
     CONSTANTS: what a lesson explains."""
