@@ -51,7 +51,12 @@ def copy_code(code_dir, destination):
 def clean_env(**settings):
     """This environment without provider settings, plus those given, for a child process that must not reach a
     real provider or write bytecode into the code under test."""
-    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARS}
+    while True:  # the scripted cases call this from threads while pytest sets and unsets PYTEST_CURRENT_TEST
+        try:
+            env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARS}
+            break
+        except KeyError:  # a variable went away while it was copied: copy again
+            continue
     return {**env, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8", **settings}
 
 
