@@ -279,14 +279,14 @@ CASES = {
         "expect": {"status": None, "exit": 1, "stderr": "trace"}},
 
     # Repeated calls judged by what they mean.
-    "three_identical_calls_in_one_turn_run_side_by_side": {
+    "identical_calls_in_one_turn_run_side_by_side": {
         "phase": 6,
         # was three_identical_calls_in_one_turn_run_once: since the re-cut, identical calls are not merged; they
-        # run side by side, so three take the time of one (4 s, not 12 s)
+        # run side by side, so four take the time of one (4 s; one after another, 16 s): 12 s is three times that
         "task": "Sleep", "args": ["--yes"],
         "script": [{"tool_calls": [call("run_shell", {"command": "sleep 4; echo once"}, id=f"s{n}")
-                                   for n in range(3)]}, "Slept."],
-        "expect": {"status": "answered", "exit": 0, "results": ["once", "once", "once"], "seconds": 10}},
+                                   for n in range(4)]}, "Slept."],
+        "expect": {"status": "answered", "exit": 0, "results": ["once"] * 4, "seconds": 12}},
     "same_command_spelled_otherwise_is_the_same_call": {
         "phase": 7,
         "task": "Read notes.txt",
