@@ -8,6 +8,7 @@ tests/test_course.py holds every definition a phase changes to be named in its l
 copy fails there (unless that phase's lesson names what the fix changed).
 """
 import importlib
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -25,6 +26,8 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     """The suite runs on 4 workers (pytest.ini: most of it waits on clocks); a learner's check runs in one process."""
     phase, code = config.getoption("--phase"), config.getoption("--code")
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:  # a shell that runs us in the background ignores Ctrl-C,
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # and every child would: the tests press it
     if phase is not None and hasattr(config.option, "tx"):
         config.option.dist, config.option.tx = "no", []
     if phase is not None and phase not in range(len(checkpoints())):
