@@ -7,6 +7,7 @@ import email.utils
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -15,7 +16,7 @@ import threading
 import time
 
 import pytest
-from helpers import clean_env, groq_env, run_python, running_commands, scripted_backend, tool_calls, trace_records
+from helpers import ROOT, clean_env, groq_env, run_python, running_commands, scripted_backend, tool_calls, trace_records
 
 PHASE = 5
 GRACE = 1  # seconds past the deadline the run's report may take (harness.GRACE, phase 6)
@@ -481,3 +482,22 @@ def test_options_that_are_no_json_or_clash_with_the_loop(harness, server):
     server.push("Hi.")
     result = harness.run("Hi", backend=scripted_backend(server), options={"stream": True})
     assert result.status == "answered" and result.answer == "Hi.", result
+
+
+@pytest.mark.phase(11)
+@pytest.mark.parametrize("mode", ["odd-schema", "no-schema"])
+def test_a_server_schema_that_is_no_schema_is_an_error_not_a_traceback(workspace, server, mode):
+    """A server's tool whose inputSchema has parts that are no schema (a property that is a number, required as a
+    string, empty examples): calling it is an error result the model can act on. One whose inputSchema is no
+    object at all: the server is unusable, one error line, status mcp_error."""
+    shutil.copy(ROOT / "tests" / "mcp_servers.py", workspace)
+    server.push({"tool_calls": [{"name": f"{mode}__odd", "arguments": {"a": 1}, "id": "c0"}]}, "done")
+    done = run_python(workspace, "harness.py", "--mcp", f"python mcp_servers.py {mode}", "--mcp-trust", mode,
+                      "Do it", env=groq_env(server))
+    assert "Traceback" not in done.stderr, done.stderr
+    if mode == "odd-schema":
+        results = [m["content"] for m in server.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+        assert done.returncode == 0 and results[0].startswith("error:") and "inputSchema" in results[0], results
+    else:
+        assert done.returncode == 1 and "inputSchema is no JSON object" in done.stderr, done.stderr
+        assert "stopped: mcp error" in done.stdout and not server.requests, done.stdout

@@ -349,7 +349,10 @@ def mcp_plan(settings, name, arguments):
     """What a call of a server's tool will do, and the question a person must answer first, unless the server is
     trusted: its code and its words are someone else's."""
     server, tool, spec, trusted = settings.mcp[name]
-    args = check_call(name, arguments, {name: spec["function"]["parameters"]})
+    try:
+        args = check_call(name, arguments, {name: spec["function"]["parameters"]})
+    except (AttributeError, TypeError, KeyError, IndexError):  # a schema with parts that are no schema
+        raise ToolError(f"{name}: the server's inputSchema for it has parts that cannot be checked") from None
     question = None if trusted else f"Call {tool} on the MCP server {server.name}: {shown(json.dumps(args))}"
     return partial(mcp_call, server, tool, args, settings.deadline), question
 

@@ -68,6 +68,8 @@ class Server:
                            "inputSchema": tool.get("inputSchema", {"type": "object"})} for tool in page["tools"]]
             except (KeyError, TypeError):
                 raise McpError(f"the MCP server {self.name!r} sent a tools/list page that is not MCP's") from None
+            if not all(isinstance(tool["inputSchema"], dict) for tool in found):  # a schema is a JSON object
+                raise McpError(f"the MCP server {self.name!r} sent a tool whose inputSchema is no JSON object")
             if not page.get("nextCursor"):  # the last page names no next one
                 return found
             params = {"cursor": page["nextCursor"]}
