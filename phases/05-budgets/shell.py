@@ -29,10 +29,10 @@ SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc/alternative
           "/etc/ssl/certs", "/etc/localtime", "/etc/passwd", "/etc/group", sys.base_prefix, sys.prefix)
 
 
-def run(argv, workspace, write=False, path=None, timeout=TIMEOUT):
+def run(argv, workspace, write=False, path=None):
     """Run argv in the workspace and return "exit code N" and its output (stdout and stderr together): at most
     KEEP bytes of it, with a note of how much was cut. write: the command may change the workspace (an approved
-    one, when SANDBOX allows); path is its PATH; after `timeout` seconds it is stopped, and the result says so."""
+    one, when SANDBOX allows); path is its PATH; after TIMEOUT seconds it is stopped, and the result says so."""
     process = subprocess.Popen(sandboxed(argv, workspace, write) if SANDBOX else argv, cwd=workspace,
                                env=environment(path), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, **NEW_GROUP)
@@ -49,9 +49,9 @@ def run(argv, workspace, write=False, path=None, timeout=TIMEOUT):
     reader = threading.Thread(target=read_output, daemon=True)
     reader.start()
     try:
-        status = f"exit code {process.wait(max(timeout, 0))}"
+        status = f"exit code {process.wait(TIMEOUT)}"
     except subprocess.TimeoutExpired:
-        status = f"error: timed out after {timeout:.0f} s"
+        status = f"error: timed out after {TIMEOUT} s"
     finally:  # Ctrl-C included
         killed = stop(process)  # also ends what it left in the background, like `sleep 99 &`
     reader.join(1)
