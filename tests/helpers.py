@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,6 +80,12 @@ def groq_env(server, key="gsk_test"):
 def scripted_backend(server, name="groq"):
     """The backend settings run() and chat() take, pointing at a scripted server."""
     return {"name": name, "base_url": server.url, "api_key": "gsk_test", "model": "openai/gpt-oss-120b"}
+
+
+def since_first_request(server, started):
+    """Seconds since the server got its first request: a harness's time on the clock, without its start-up, which
+    takes seconds of its own on a busy machine. Since `started` if a slow start used up the deadline first."""
+    return time.monotonic() - (server.requests[0]["time"] if server.requests else started)
 
 
 def tool_calls(*pairs):
