@@ -263,15 +263,15 @@ def test_sigterm_ends_a_run_whose_output_is_blocked(workspace, server):
 
 @pytest.mark.phase(6)
 def test_an_approval_nobody_answers_meets_the_deadline(workspace, server):
-    """A question nobody answers (standard input open, silent) under --deadline 6: exit 3 on time, status
-    deadline, nothing run, the call answered in the trace."""
+    """A question nobody answers (standard input open, silent) under --deadline 9 (a busy machine takes
+    seconds to start): exit 3 on time, status deadline, nothing run, the call answered in the trace."""
     server.push(tool_calls(("run_shell", {"command": "rm notes.txt"})), "Removed.")
     (workspace / "notes.txt").write_text("buy milk\n")
     started = time.monotonic()
-    process = start(workspace, server, "--deadline", "6", "Remove", stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    process = start(workspace, server, "--deadline", "9", "Remove", stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
     process.wait(60)  # standard input stays open: nobody answers, nobody hangs up
     stderr = process.stderr.read().decode()
-    assert process.returncode == 3 and since_first_request(server, started) < 3 * (6 + GRACE), stderr
+    assert process.returncode == 3 and since_first_request(server, started) < 3 * (9 + GRACE), stderr
     assert "Traceback" not in stderr, stderr
     records = trace_records(workspace / "t.jsonl")
     assert records[-1]["status"] == "deadline" and [r["type"] for r in records].count("tool") == 1, records
