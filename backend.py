@@ -14,7 +14,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from dotenv import dotenv_values, load_dotenv
+from dotenv import load_dotenv
 
 # name: where the server is, which variable holds its key, and the model to ask for by default
 BACKENDS = {
@@ -24,7 +24,6 @@ BACKENDS = {
     "demo": {"base_url": None, "key_var": None, "model": "demo"},  # demo_model.py, started on demand
 }
 ENV_FILE = Path(__file__).with_name(".env")
-KEY_VARIABLES = ("GROQ_API_KEY", "OPENAI_API_KEY", "API_KEY")
 TIMEOUT = 60  # seconds to wait for the server at each step (connecting, each piece of the reply)
 RETRIES = 2  # tries after the first, for failures that may pass (the openai package's own default)
 MAX_REPLY_CHARS = 1_000_000  # a reply longer than this is cut, and counts as unfinished
@@ -90,15 +89,6 @@ def usable_url(url):
         raise BackendError(f"BASE_URL={url!r} is not a URL I can send requests to: it needs http:// or https://, a "
                            "host, and a port number if any, as in http://localhost:1234/v1.")
     return url
-
-
-def known_secrets(workspace="."):
-    """{value: name} of the secrets to mask wherever they appear: the values in this .env and the workspace's, and
-    the API keys in the environment; not the settings, nor values under 8 characters (they would mask words)."""
-    found = [*dotenv_values(Path(workspace, ".env")).items(), *dotenv_values(ENV_FILE).items(),
-             *((name, os.environ.get(name)) for name in KEY_VARIABLES)]
-    return {value: name for name, value in found
-            if value and len(value) >= 8 and name not in ("BACKEND", "MODEL", "BASE_URL")}
 
 
 def first_backend_with_a_key(base_url=None):

@@ -17,8 +17,9 @@ import json
 import logging
 import os
 import re
-import shlex
+import shutil
 import signal
+import stat
 import sys
 import tempfile
 import threading
@@ -28,10 +29,10 @@ from pathlib import Path
 
 import guards
 import shell
-from backend import BACKENDS, ENV_FILE, BackendError, chat, choose, known_secrets
+from backend import BACKENDS, BackendError, chat, choose
 from guards import ToolError, mask, shown
-from mcp_client import McpError, Server
-from tools import JSON_TYPES, MAX_COMMAND, TOOLS, BadCall, check_call, plan, truncate
+from mcp_client import McpError, Server, command_argv
+from tools import JSON_TYPES, MAX_COMMAND, REGISTRY, BadCall, check_call, plan, truncate
 
 MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
 MAX_TOOL_CALLS = 30  # tool calls per task, refused ones included
@@ -51,9 +52,9 @@ CLEARED = 300  # characters: a longer old tool result becomes a placeholder
 SUMMARY = ("Sum up the work so far for yourself, to carry on from it: the task, every fact you found that the task "
            "needs (names, numbers, exact values), and what is left to do. Answer in words; call no tool.")
 SAME_CALL_LIMIT = 3  # the same call in this many turns in a row: the model is told; once more and the run stops
-EXIT_CODES = {"answered": 0, "provider_error": 1, "output_error": 1, "step_limit": 3, "tool_call_limit": 3,
-              "token_limit": 3, "deadline": 3, "repeated": 3, "incomplete": 4, "content_filter": 4, "refused": 4,
-              "invalid_output": 4, "interrupted": 130, "mcp_error": 1}
+EXIT_CODES = {"answered": 0, "provider_error": 1, "output_error": 1, "internal_error": 1, "step_limit": 3,
+              "tool_call_limit": 3, "token_limit": 3, "deadline": 3, "repeated": 3, "incomplete": 4,
+              "content_filter": 4, "refused": 4, "invalid_output": 4, "interrupted": 130, "mcp_error": 1}
 SYSTEM = ("You are a careful assistant working in the user's workspace directory. "
           "Use the tools to look at the files before you answer, then answer briefly.")
 EMPTY_ANSWER = "Your reply was empty. Answer the task in words, or call a tool."
@@ -73,7 +74,8 @@ class Limits:
 
 @dataclass
 class Result:
-    """How a run ended and what it used; messages is the whole conversation, ready to read or to continue."""
+    """How a run ended and what it counted on the way; messages is the whole conversation, ready to read or to
+    continue."""
     status: str = "running"  # then one of EXIT_CODES
     answer: str = ""
     error: str = ""  # what went wrong, in words, when the status is not answered
@@ -84,6 +86,10 @@ class Result:
     seconds: float = 0.0
     messages: list = field(default_factory=list)
     output: object = None  # the answer as JSON, checked against the output schema, when run() was given one
+    bad_answers: int = 0  # answers that did not fit the output schema
+    measured: tuple = (0, 0)  # how many messages compact() has measured, and their tokens: only new ones cost
+    used_ids: set = field(default_factory=set)  # every tool call id so far: a repeated one is replaced
+    recent: list = field(default_factory=list)  # each turn's calls, by meaning, to see a model going round
 
 
 class Stop(Exception):
@@ -95,20 +101,17 @@ class Stop(Exception):
 
 
 class Trace:
-    """The JSONL trace: one JSON object a line, written whole and at once, so a crash loses nothing done."""
+    """The JSONL trace: one JSON object a line, written whole and at once, so a crash loses nothing done; every
+    text in it masked as tool results are."""
 
-    def __init__(self, path=None):
-        self.run, self.file = os.urandom(4).hex(), None  # the run's id tells runs sharing a file apart
-        if path and os.path.exists(path) and not os.path.isfile(path):  # a pipe nobody reads would block
-            raise Stop("output_error", f"the trace {path} is not a regular file")
-        try:
-            self.file = open(path, "ab", buffering=0) if path else None
-        except OSError as error:
-            raise Stop("output_error", f"the trace {path} cannot be opened: {error.strerror}") from None
+    def __init__(self, path=None, policy=None):
+        self.run, self.file, self.policy = os.urandom(4).hex(), None, policy  # the run's id tells runs apart
+        if path:
+            self.file = open(trace_file(path, policy), "ab", buffering=0)
 
     def record(self, kind, **fields):
         if self.file:
-            fields = {name: truncate(value, TRACE_CHARS) if isinstance(value, str) else value
+            fields = {name: truncate(mask(self.policy, value), TRACE_CHARS) if isinstance(value, str) else value
                       for name, value in fields.items()}
             try:
                 self.file.write((json.dumps({"run": self.run, "type": kind, **fields}) + "\n").encode())
@@ -117,49 +120,71 @@ class Trace:
                 raise Stop("output_error", f"the trace could not be written: {error.strerror}") from None
 
 
+def trace_file(path, policy):
+    """The trace's file descriptor, opened so that nothing redirects it: a link at its path, or (in the workspace,
+    where the model may have made one) on its way to it, or a file that is no regular file is an error."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        if Path(folder).resolve().is_relative_to(policy.workspace) and os.path.realpath(folder) != folder:
+            raise OSError(0, "a link leads to its folder")
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) |
+                     getattr(os, "O_NONBLOCK", 0), 0o600)  # a link is refused, and a pipe nobody reads cannot block
+    except OSError as error:
+        raise Stop("output_error", f"the trace {path} cannot be opened: {error.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise Stop("output_error", f"the trace {path} is not a regular file")
+    return fd
+
+
 @dataclass
 class Settings:
-    """What a run is set up with: who answers, who approves, the budgets, the clock, the trace."""
+    """What a run was asked to do: who answers, who approves, what it may touch, its tools, budgets, clock, trace."""
     backend: dict
     approve: object
     limits: Limits
     deadline: float | None  # a time.monotonic(): the moment the run's time is up
+    policy: guards.Policy
     trace: Trace
+    task_at: int  # where this run's task is in the conversation: compaction keeps it and what comes before
     on_text: object = None  # streamed text, as it arrives
     options: dict = field(default_factory=dict)  # tool_choice, parallel_tool_calls, temperature, ...
     output: dict = None  # a JSON schema the answer must fit
-    bad_answers: int = 0  # answers that did not fit it
-    task_at: int = 1  # where this run's task is in the conversation: compaction keeps it and what comes before
-    measured: tuple = (0, 0)  # how many messages compact() has measured, and their tokens: only new ones cost
-    servers: list = field(default_factory=list)  # the MCP servers started for this run
-    mcp: dict = field(default_factory=dict)  # NAME__TOOL -> (server, its own name for the tool, schema, trusted)
-    used_ids: set = field(default_factory=set)  # every tool call id so far: a repeated one is replaced
-    recent: list = field(default_factory=list)  # each turn's calls, by meaning, to see a model going round
+    tools: dict = field(default_factory=lambda: dict(REGISTRY))  # ours, and the MCP servers' (NAME__TOOL)
+    servers: list = field(default_factory=list)  # the MCP servers started for this run, each with its stderr
 
 
-def ask_user(question):
-    """The default approval: ask on the terminal (the question is already safe to show); only y or yes is a yes."""
-    tell(f"{question}? [y/N] ", end="")
+def ask_user(question, whole=False):
+    """The default approval: ask on the terminal, the question fitted to it unless whole (an answer ? shows it
+    whole); only y or yes is a yes. The question is safe to show already: guards.question() built it."""
+    size = shutil.get_terminal_size()
+    tell(f"{question if whole else guards.fit(question, size.lines - 2, size.columns)}? [y/N] ", end="")
     answer = sys.stdin.readline() if sys.stdin else ""
     if not (sys.stdin and sys.stdin.isatty()):  # show what was piped in, as a terminal would have
         tell(shown(answer.strip(), one_line=True) or "(end of input: no)")
+    if answer.strip() == "?" and not whole:
+        return ask_user(question, whole=True)
     return answer.strip().lower() in ("y", "yes")
 
 
 def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=None, history=None, on_text=None,
-        options=None, output=None, mcp=(), trusted=()):
+        options=None, output=None, mcp=(), trusted=(), policy=None):
     """Run one task until it ends; the Result's status says how. approve(question) is True for yes; trace is a JSONL
     file name; started is the time.monotonic() the deadline counts from; history an earlier result.messages to go
     on from; options go into every request; output is a JSON schema the answer, given to FINAL_TOOL, must fit;
-    mcp holds commands that start MCP servers, whose tools the model gets too; trusted names those asked nothing."""
+    mcp holds commands that start MCP servers, whose tools the model gets too; trusted names those asked nothing;
+    policy says what the run may touch (default: guards.policy(), the current folder, asking as the command line)."""
     limits, started = limits or Limits(), started or time.monotonic()
+    policy = policy or guards.policy(trace=trace)
     result = Result(messages=[*(history or [{"role": "system", "content": SYSTEM}]), {"role": "user", "content": task}])
-    settings = Settings(backend, approve, limits, limits.deadline and started + limits.deadline, Trace(), on_text,
-                        options or {}, output)
-    settings.used_ids.update(m["tool_call_id"] for m in result.messages if m.get("tool_call_id"))  # history's
-    settings.task_at = len(result.messages) - 1
+    settings = Settings(backend, approve, limits, limits.deadline and started + limits.deadline, policy,
+                        Trace(policy=policy), len(result.messages) - 1, on_text, options or {}, output)
+    result.used_ids.update(m["tool_call_id"] for m in result.messages if m.get("tool_call_id"))  # history's
+    if not policy.sandbox and policy.why_none != "--sandbox off":
+        note(f"no sandbox ({policy.why_none}): commands that are not plainly read-only ask you first, even with "
+             "--yes; --sandbox off says you accept that.")
     try:
-        settings.trace = Trace(trace)
+        settings.trace = Trace(trace, policy)
         settings.backend = backend or choose()
         settings.trace.record("start", task=task, backend=settings.backend["name"], model=settings.backend["model"])
         start_servers(settings, mcp, trusted)
@@ -173,6 +198,8 @@ def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=N
         result.status, result.error = "mcp_error", str(error)
     except KeyboardInterrupt:
         result.status = "interrupted"
+    except Exception as error:  # a fault of ours, or of a library's: the run still ends with a status and a record
+        result.status, result.error = "internal_error", f"{type(error).__name__}: {error}"
     shell.stop_all()  # nothing a command started outlives the run
     result.seconds = round(time.monotonic() - started, 3)
     answer_every_call(settings, result)
@@ -197,7 +224,7 @@ def loop(settings, result):
             result.answer = message.content
             return
         if not message.tool_calls and settings.output is not None:  # words, where a shape was asked for
-            settings.bad_answers += 1
+            result.bad_answers += 1
             result.messages.append({"role": "user", "content": f"Give your final answer by calling {FINAL_TOOL}."})
             continue
         if not message.tool_calls:  # an empty answer gets one nudge; a second one ends the run
@@ -219,7 +246,7 @@ def check_budgets(settings, result):
         raise Stop("tool_call_limit")
     if limits.max_tokens and result.usage["total_tokens"] >= limits.max_tokens:
         raise Stop("token_limit")
-    if settings.bad_answers >= OUTPUT_TRIES:
+    if result.bad_answers >= OUTPUT_TRIES:
         raise Stop("invalid_output", f"the answer did not fit the schema {OUTPUT_TRIES} times")
     if result.steps >= limits.max_steps:
         raise Stop("step_limit")
@@ -231,17 +258,17 @@ def ask(settings, result):
     result.steps += 1
     asked = time.monotonic()
     options = dict(settings.options)
-    if result.steps > 1 or settings.bad_answers:  # a forced tool choice, held on, would never let it answer
+    if result.steps > 1 or result.bad_answers:  # a forced tool choice, held on, would never let it answer
         options.pop("tool_choice", None)
-    if settings.output is not None and settings.bad_answers:
+    if settings.output is not None and result.bad_answers:
         options["tool_choice"] = {"type": "function", "function": {"name": FINAL_TOOL}}
     response = within(settings.deadline, "the model", partial(chat, result.messages, tools_for(settings),
                                                                settings.backend, note, settings.on_text, options))
     message, finish = response.choices[0].message, response.choices[0].finish_reason
     for call in message.tool_calls or []:  # a server may send an empty id, or one used before: the next
-        if not call.id or call.id in settings.used_ids:  # request would then break the API's pairing rules
+        if not call.id or call.id in result.used_ids:  # request would then break the API's pairing rules
             call.id = f"call_{os.urandom(8).hex()}"
-        settings.used_ids.add(call.id)
+        result.used_ids.add(call.id)
     usage = count(result, response, result.messages)
     settings.trace.record("reply", step=result.steps, finish_reason=finish, content=message.content,
                           refusal=message.refusal, calls=[call.id for call in message.tool_calls or []],
@@ -257,7 +284,9 @@ def ask(settings, result):
 
 def tools_for(settings):
     """The tools of every request: ours, the MCP servers', and FINAL_TOOL when the answer must have a shape."""
-    tools = [*TOOLS, *(spec for _, _, spec, _ in settings.mcp.values())]
+    tools = [{"type": "function", "function": {"name": name, "description": tool["description"],
+                                               "parameters": tool["parameters"]}}
+             for name, tool in settings.tools.items()]
     if settings.output is None:
         return tools
     return [*tools, {"type": "function", "function": {"name": FINAL_TOOL, "parameters": settings.output,
@@ -291,15 +320,15 @@ def compact(settings, result):
     than CLEARED becomes a placeholder that says how to get it again; if that leaves more than half the budget,
     the model sums up the older part, and its summary takes that part's place. The system message, the task and
     the latest turns (as many as fit in RECENT of the budget) stay as they are; every tool call keeps its answer."""
-    messages, budget, (counted, tokens) = result.messages, settings.limits.context_tokens, settings.measured
-    settings.measured = (len(messages), tokens + size(messages[max(counted, settings.task_at + 1):]))  # the new
-    if not budget or settings.measured[1] <= budget:
+    messages, budget, (counted, tokens) = result.messages, settings.limits.context_tokens, result.measured
+    result.measured = (len(messages), tokens + size(messages[max(counted, settings.task_at + 1):]))  # the new
+    if not budget or result.measured[1] <= budget:
         return
     turns = [n for n in range(settings.task_at + 1, len(messages)) if messages[n]["role"] == "assistant"]
     if len(turns) < 2:
         return
     recent = next((n for n in turns[1:] if size(messages[n:]) <= budget * RECENT), turns[-1])
-    older, before = range(settings.task_at + 1, recent), settings.measured[1]
+    older, before = range(settings.task_at + 1, recent), result.measured[1]
     calls = {call["id"]: call["function"] for m in messages for call in m.get("tool_calls") or []}
     for n in older:
         if messages[n]["role"] == "tool" and len(messages[n]["content"]) > CLEARED:
@@ -314,119 +343,135 @@ def compact(settings, result):
         count(result, response, messages[:older.stop])
         summary = response.choices[0].message.content or "(the model gave no summary)"
         messages[older.start:older.stop] = [{"role": "user", "content": f"[The earlier work, summed up]\n{summary}"}]
-    settings.measured = (len(messages), size(messages[settings.task_at + 1:]))
-    settings.trace.record("compact", step=result.steps, tokens_before=before, tokens_after=settings.measured[1])
+    result.measured = (len(messages), size(messages[settings.task_at + 1:]))
+    settings.trace.record("compact", step=result.steps, tokens_before=before, tokens_after=result.measured[1])
 
 
 def run_tools(settings, result, calls):
-    """Run one reply's tool calls: each decided first; then the unasked ones run side by side, then the approved
-    ones, so nothing a person agreed to changes what the others were checked against. Each gets a tool message."""
-    told = repeated(settings, calls)
-    decided = [(call, told[call.id], False) if call.id in told else decide(settings, result, call) for call in calls]
-    results = {}
+    """Run one reply's tool calls: each checked and decided once; then the unasked ones run side by side, then the
+    approved ones, so nothing a person agreed to changes what the others were checked against. Each gets a tool
+    message, and a record saying whether it failed."""
+    checked = {call.id: checked_call(settings, call) for call in calls}
+    told = repeated(result, calls, checked, settings.output is not None)
+    decided = [(call, told[call.id], False) if call.id in told else decide(settings, result, call, checked[call.id])
+               for call in calls]
+    outcomes = {}
     for asked in (False, True):
         batch = [(call, action) for call, action, was_asked in decided if callable(action) and was_asked == asked]
         until = settings.deadline and settings.deadline + GRACE
         for (call, action), box in zip(batch, at_once([action for _, action in batch], until)):
-            results[call.id] = box
+            outcomes[call.id] = box
     for call, action, _ in decided:
-        box = results.get(call.id, {"value": action})  # an action that did not run is the reason why, already
-        content = box.get("value", f"error: {box.get('error') or 'not finished by the deadline'}")
-        result.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+        box = outcomes.get(call.id, {"value": action})  # an action that did not run is its outcome already
+        text, failed = box.get("value", (f"error: {box.get('error') or 'not finished by the deadline'}", True))
+        result.messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
         settings.trace.record("tool", step=result.steps, id=call.id, name=call.function.name,
-                              arguments=call.function.arguments, is_error=content.startswith("error:"),
-                              result=content, seconds=box.get("seconds", 0))
+                              arguments=call.function.arguments, is_error=failed, result=text,
+                              seconds=box.get("seconds", 0))
     if settings.deadline and time.monotonic() >= settings.deadline:
         raise Stop("deadline", "the deadline passed while tools were running")
 
 
-def repeated(settings, calls):
-    """The calls the model made, by meaning, in each of the last SAME_CALL_LIMIT turns: {id: the result telling
-    it so}; they do not run again. Raises Stop("repeated") when it goes on past that."""
-    # an answer given to FINAL_TOOL is no call to repeat: OUTPUT_TRIES counts the ones that do not fit
-    turn = {meaning(call) for call in calls if settings.output is None or call.function.name != FINAL_TOOL}
-    settings.recent = [*settings.recent, turn][-SAME_CALL_LIMIT - 1:]
-    again = set.intersection(*settings.recent) if len(settings.recent) > SAME_CALL_LIMIT else set()
+def checked_call(settings, call):
+    """A call's arguments held to its tool's schema (tools.check_call()), or the BadCall saying what is wrong."""
+    tools = {**settings.tools, **({FINAL_TOOL: {"parameters": settings.output}} if settings.output else {})}
+    try:
+        return check_call(call.function.name, call.function.arguments, tools)
+    except BadCall as error:
+        return error
+
+
+def repeated(result, calls, checked, shaped):
+    """The calls the model made, by meaning, in each of the last SAME_CALL_LIMIT turns: {id: the outcome telling
+    it so}; they do not run again. Raises Stop("repeated") when it goes on past that. shaped: an answer given to
+    FINAL_TOOL is no call to repeat (OUTPUT_TRIES counts the ones that do not fit)."""
+    meanings = {call.id: meaning(call, checked[call.id]) for call in calls}
+    turn = {meanings[call.id] for call in calls if not (shaped and call.function.name == FINAL_TOOL)}
+    result.recent = [*result.recent, turn][-SAME_CALL_LIMIT - 1:]
+    again = set.intersection(*result.recent) if len(result.recent) > SAME_CALL_LIMIT else set()
     if again:
         raise Stop("repeated", f"the model made the same call in {SAME_CALL_LIMIT + 1} turns in a row")
-    told = set.intersection(*settings.recent) if len(settings.recent) == SAME_CALL_LIMIT else set()
-    return {call.id: f"error: not run: you made this exact call in {SAME_CALL_LIMIT} turns in a row; its result "
-                     "will not change, so use what you have or try something else" for call in calls
-            if meaning(call) in told}
+    told = set.intersection(*result.recent) if len(result.recent) == SAME_CALL_LIMIT else set()
+    return {call.id: (f"error: not run: you made this exact call in {SAME_CALL_LIMIT} turns in a row; its result "
+                      "will not change, so use what you have or try something else", True) for call in calls
+            if meanings[call.id] in told}
 
 
-def meaning(call):
-    """A call as what it would do (checked arguments, defaults filled in, a path and a command normalized), so
-    spacing, key order and ./ do not count: read_file '{"path": "./a"}' and '{ "path":"a", "offset": 1 }' match."""
-    try:
-        args = check_call(call.function.name, call.function.arguments)
-        if "path" in args:
-            args["path"] = os.path.normpath(args["path"])
-        if "command" in args and len(args["command"]) <= MAX_COMMAND:  # a longer one is refused unread, as sent
-            args["command"] = shlex.split(args["command"], posix=os.name != "nt")
-    except (ToolError, ValueError):  # a broken call, an unclosed quote: compared as it was sent
+def meaning(call, args):
+    """A call as what it would do (its checked arguments, defaults filled in, a path and a command normalized), so
+    spacing, key order and ./ do not count: read_file '{"path": "./a"}' and '{ "path":"a", "offset": 1 }' match.
+    A call that broke its schema is compared as it was sent."""
+    if isinstance(args, BadCall):
         return call.function.name, call.function.arguments
+    args = dict(args)
+    if isinstance(args.get("path"), str):
+        args["path"] = os.path.normpath(args["path"])
+    if isinstance(args.get("command"), str) and len(args["command"]) <= MAX_COMMAND:  # a longer one: refused unread
+        args["command"] = guards.words(args["command"])
     return call.function.name, json.dumps(args, sort_keys=True)
 
 
-def decide(settings, result, call):
-    """(call, what will run, whether a person was asked): what will run is a function, or the error result that
-    says why nothing will. The decision counts against the deadline, a person's answer too."""
+def decide(settings, result, call, args):
+    """(call, what will run, whether a person was asked): what will run is a function returning the outcome, or
+    the outcome (text, failed) that says why nothing will. Deciding is on the clock, a person's answer too."""
     result.tool_calls += 1
     if call.function.name == FINAL_TOOL and settings.output is not None:
-        return call, final_answer(settings, result, call.function.arguments), False
+        return call, final_answer(settings, result, args), False
     say(f"[{result.steps}] {shown(call.function.name, one_line=True)} {cut(call.function.arguments)}",
         settings.deadline)
     if result.tool_calls > settings.limits.max_tool_calls:
-        return call, "error: not run: the run is out of tool calls (its tool-call budget)", False
+        return call, ("error: not run: the run is out of tool calls (its tool-call budget)", True), False
     try:
-        action, question = plan(call.function.name, check_call(call.function.name, call.function.arguments),
-                                deadline=settings.deadline) if call.function.name not in settings.mcp else \
-            mcp_plan(settings, call.function.name, call.function.arguments)
+        if isinstance(args, BadCall):
+            raise args
+        action, question = within(settings.deadline, "the harness to decide the call", partial(
+            plan, settings.policy, settings.tools[call.function.name], args, settings.deadline))
         if question and within(settings.deadline, "your answer", partial(settings.approve, question)) is not True:
-            return call, "error: the user declined this call; do not try it again, find another way or answer", True
-        return call, partial(tool_result, action), bool(question)
+            return call, ("error: the user declined this call; do not try it again, find another way or answer",
+                          True), True
+        return call, partial(tool_result, settings.policy, action), bool(question)
     except ToolError as error:  # refused, or a broken call: the message says why
-        return call, truncate(f"error: {error}"), False
+        return call, (truncate(f"error: {error}"), True), False
 
 
 def start_servers(settings, commands, trusted):
-    """Start each MCP server with the clean environment commands get, and offer the model its tools, each named
-    SERVER__TOOL so that no server's tool takes the name of ours or of another server's."""
+    """Start each MCP server (in the sandbox where there is one: the workspace as an approved command sees it, the
+    network it may need, and nothing of the harness), and offer the model its tools, each named SERVER__TOOL so
+    that no server's tool takes the name of ours or of another server's."""
+    policy = settings.policy
     for command in commands:
-        words = [word for word in command.split() if not word.startswith("-")] or ["server"]
-        name = re.sub(r"[^A-Za-z0-9_-]", "_", Path(words[-1]).stem)[:20]  # after its last word
+        name, _, command = command.partition("=") if re.match(r"[A-Za-z0-9_-]+=", command) else ("", "", command)
+        path = os.pathsep.join([os.path.dirname(sys.executable), guards.search_path(policy.workspace)])  # our python
+        argv = command_argv(command, path)
+        name = re.sub(r"[^A-Za-z0-9_-]", "_", name or Path(argv[0]).stem)[:20]  # its own, or its program's
         name += str(len(settings.servers)) if any(s.name == name for s, _ in settings.servers) else ""
         log = tempfile.TemporaryFile()  # what it writes on stderr, for the trace
-        path = os.pathsep.join([os.path.dirname(sys.executable), guards.search_path()])  # `python` is this one
-        server = Server(name, command, shell.environment(path), log)
+        boxed = shell.sandboxed(argv, policy, policy.write, network=True) if policy.sandbox else argv
+        server = Server(name, boxed, shell.environment(path), log)
         settings.servers.append((server, log))
         server.start(settings.deadline)
         for tool in server.tools(settings.deadline):
             full = re.sub(r"[^A-Za-z0-9_-]", "_", f"{name}__{tool['name']}")[:64]  # what the APIs take as a name
-            spec = {"type": "function", "function": {
-                "name": full, "parameters": tool["inputSchema"],
-                "description": f"From the MCP server {name}: {tool['description']}"}}
-            settings.mcp[full] = (server, tool["name"], spec, name in trusted)
+            settings.tools[full] = {"function": None, "decide": partial(decide_mcp, server, tool["name"],
+                                                                        name in trusted),
+                                    "description": f"From the MCP server {name}: {tool['description']}",
+                                    "parameters": tool["inputSchema"]}
 
 
-def mcp_plan(settings, name, arguments):
-    """What a call of a server's tool will do, and the question a person must answer first, unless the server is
-    trusted: its code and its words are someone else's."""
-    server, tool, spec, trusted = settings.mcp[name]
-    try:
-        args = check_call(name, arguments, {name: spec["function"]["parameters"]})
-    except (AttributeError, TypeError, KeyError, IndexError):  # a schema with parts that are no schema
-        raise ToolError(f"{name}: the server's inputSchema for it has parts that cannot be checked") from None
-    question = None if trusted else f"Call {tool} on the MCP server {server.name}: {shown(json.dumps(args))}"
-    return partial(mcp_call, server, tool, args, settings.deadline), question
+def decide_mcp(server, tool, trusted, policy, args, deadline=None):
+    """How a call of a server's tool is decided: it asks, unless the server is trusted or --yes approved MCP calls
+    in advance: its code and its words are someone else's."""
+    question = guards.question(f"Call {tool} on the MCP server {server.name}: {json.dumps(args)}")
+    return partial(mcp_call, server, tool, args, deadline), None if trusted else guards.ask(policy, "mcp", question)
 
 
 def mcp_call(server, tool, args, deadline):
-    """A server's tool result as a tool result: its text, or an error the model can act on (a failed server raises
-    McpError, which becomes one too)."""
+    """A server's tool result as a tool result: its text, or a ToolError the model can act on (a failed server
+    raises McpError, which becomes one too)."""
     text, is_error = server.call(tool, args, deadline)
-    return f"error: {text}" if is_error else text
+    if is_error:
+        raise ToolError(text)
+    return text
 
 
 def stop_servers(settings):
@@ -437,25 +482,23 @@ def stop_servers(settings):
         settings.trace.record("mcp", server=server.name, stderr=log.read(TRACE_CHARS).decode(errors="replace"))
 
 
-def final_answer(settings, result, arguments):
+def final_answer(settings, result, args):
     """Take the answer given to FINAL_TOOL when it fits the output schema; else say what does not fit."""
-    try:
-        result.output = check_call(FINAL_TOOL, arguments, {FINAL_TOOL: settings.output})
-    except BadCall as error:
-        settings.bad_answers += 1
-        return f"error: {error}. Call {FINAL_TOOL} again with an answer that fits."
-    result.answer = json.dumps(result.output)
-    return "accepted: that is the final answer"
+    if isinstance(args, BadCall):
+        result.bad_answers += 1
+        return f"error: {args}. Call {FINAL_TOOL} again with an answer that fits.", True
+    result.output, result.answer = args, json.dumps(args)
+    return "accepted: that is the final answer", False
 
 
-def tool_result(action):
-    """Run a decided action; whatever it returns or raises becomes a result the model can read."""
+def tool_result(policy, action):
+    """Run a decided action; whatever it returns or raises becomes an outcome the model can read: (text, failed)."""
     try:
-        return truncate(mask(str(action())))  # masked before it is cut: a cut could split a secret
+        return truncate(mask(policy, str(action()))), False  # masked before it is cut: a cut could split a secret
     except (ToolError, McpError) as error:
-        return truncate(f"error: {error}")
+        return truncate(mask(policy, f"error: {error}")), True
     except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
-        return truncate(f"error: {type(error).__name__}: {error}")
+        return truncate(mask(policy, f"error: {type(error).__name__}: {error}")), True
 
 
 def at_once(functions, deadline):
@@ -581,10 +624,11 @@ def arguments(argv=None):
     parser.add_argument("--tool-choice", choices=("auto", "none", "required"), help="for the first request")
     parser.add_argument("--no-parallel-tool-calls", action="store_true", help="ask for one tool call a turn")
     parser.add_argument("--output-schema", metavar="FILE", help="a JSON schema the answer must fit; printed as JSON")
-    parser.add_argument("--mcp", action="append", default=[], metavar="COMMAND",
-                        help='start an MCP server and offer its tools, e.g. "python ticket_server.py" (repeatable)')
+    parser.add_argument("--mcp", action="append", default=[], metavar="[NAME=]COMMAND",
+                        help='start an MCP server and offer its tools, e.g. "tickets=python ticket_server.py" '
+                             "(repeatable; NAME defaults to its program's name)")
     parser.add_argument("--mcp-trust", action="append", default=[], metavar="NAME",
-                        help="a server whose tool calls need no yes (its name is its program's, e.g. ticket_server)")
+                        help="a server whose tool calls need no yes")
     parser.add_argument("--context-tokens", type=int, default=CONTEXT_TOKENS,
                         help=f"the conversation's size past which it is compacted; 0: never (default {CONTEXT_TOKENS})")
     args = parser.parse_args(argv)
@@ -624,20 +668,11 @@ def unusable(schema, where="the schema"):
 
 def main(argv=None):
     args = arguments(argv)
-    guards.WORKSPACE = Path(args.workspace).resolve()
     trace = args.trace and os.path.abspath(args.trace)
-    os.chdir(guards.WORKSPACE)  # commands run there, and a relative path means the same to every tool
-    guards.SECRETS = known_secrets(guards.WORKSPACE)
-    shell.PROTECTED = [*Path(__file__).resolve().parent.glob("*.py"), ENV_FILE, Path(sys.prefix),
-                       *([Path(trace)] if trace else [])]
-    shell.SANDBOX = None if args.sandbox == "off" else args.sandbox
+    policy = guards.policy(args.workspace, args.yes, args.sandbox, trace)
+    os.chdir(policy.workspace)  # a relative path, even /proc/self/cwd/.., means the same to a check and a command
     logging.basicConfig(format="note: %(name)s: %(message)s")  # the openai package says when it retries, at INFO
     logging.getLogger("openai._base_client").setLevel(logging.INFO)
-    yes = args.yes
-    if shell.SANDBOX and (problem := shell.sandbox_problem()):
-        shell.SANDBOX, yes = None, False  # unsandboxed, a command is asked about, --yes or not
-        note(f"no sandbox ({problem}): commands that are not plainly read-only ask you first, even with --yes; "
-             "--sandbox off says you accept that.")
     try:
         backend = choose(args.backend, args.model, args.base_url)
     except BackendError as error:
@@ -653,9 +688,9 @@ def main(argv=None):
     options = {"tool_choice": args.tool_choice} if args.tool_choice else {}
     if args.no_parallel_tool_calls:
         options["parallel_tool_calls"] = False
-    result = run(args.task, backend, approve=(lambda question: True) if yes else ask_user, trace=trace,
+    result = run(args.task, backend, trace=trace, policy=policy, started=STARTED,
                  limits=Limits(args.max_steps, args.max_tool_calls, args.max_tokens, args.deadline,
-                               args.context_tokens or None), started=STARTED,
+                               args.context_tokens or None),
                  on_text=partial(stream_text, STARTED + args.deadline if args.deadline else None) if args.stream
                  else None, options=options, output=args.output, mcp=args.mcp, trusted=args.mcp_trust)
     on_signals(signal.SIG_IGN)  # the run is over: a late signal changes nothing

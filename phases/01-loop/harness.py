@@ -64,7 +64,7 @@ def run_tool(call):
     if not isinstance(args, dict):
         return "error: the arguments must be a JSON object, e.g. {\"path\": \"README.md\"}."
     try:
-        return REGISTRY[name](**args)
+        return REGISTRY[name]["function"](**args)
     except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
         return f"error: {name} failed: {type(error).__name__}: {error}"
 

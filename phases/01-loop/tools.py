@@ -1,4 +1,5 @@
-"""The tools the model may call: plain functions, REGISTRY (name -> function) and TOOLS (their JSON schemas).
+"""The tools the model may call: REGISTRY holds each one as one entry (the function that runs it, and what the model
+is told), and TOOLS is what the model is sent.
 
 Try one:  python -c "import tools; print(tools.list_dir('.'))"
 The schemas are written by hand, for the model: it reads the descriptions to decide what to call.
@@ -37,11 +38,9 @@ def run_shell(command):
     return truncate(f"exit code {result.returncode}\n{result.stdout}{result.stderr}")
 
 
-REGISTRY = {"read_file": read_file, "list_dir": list_dir, "run_shell": run_shell}
-
-TOOLS = [
-    {"type": "function", "function": {
-        "name": "read_file",
+REGISTRY = {  # every tool, by the name the model calls it: the function that runs a call, and what the model reads
+    "read_file": {
+        "function": read_file,
         "description": "Read a text file and return its contents. Long files are cut after 4000 characters. "
                        "Use a path relative to the current directory, such as README.md or src/app.py.",
         "parameters": {
@@ -49,9 +48,9 @@ TOOLS = [
             "properties": {"path": {"type": "string", "description": "The file to read, e.g. README.md"}},
             "required": ["path"],
         },
-    }},
-    {"type": "function", "function": {
-        "name": "list_dir",
+    },
+    "list_dir": {
+        "function": list_dir,
         "description": "List the files and folders in a directory (folders end with /). "
                        "Call this first to see what exists before you read anything.",
         "parameters": {
@@ -59,9 +58,9 @@ TOOLS = [
             "properties": {"path": {"type": "string", "description": "The directory; '.' is the current one"}},
             "required": [],
         },
-    }},
-    {"type": "function", "function": {
-        "name": "run_shell",
+    },
+    "run_shell": {
+        "function": run_shell,
         "description": "Run a shell command in the current directory and return its exit code and output. "
                        "Use it for what the other tools cannot do, e.g. `git log -3` or `python --version`.",
         "parameters": {
@@ -69,5 +68,7 @@ TOOLS = [
             "properties": {"command": {"type": "string", "description": "The command line to run"}},
             "required": ["command"],
         },
-    }},
-]
+    },
+}
+TOOLS = [{"type": "function", "function": {"name": name, "description": tool["description"],
+                                            "parameters": tool["parameters"]}} for name, tool in REGISTRY.items()]

@@ -1,6 +1,7 @@
-"""The tools the model may call: plain functions, REGISTRY (name -> function) and TOOLS (their JSON schemas).
+"""The tools the model may call: REGISTRY holds each one as one entry (the function that runs it, how a call of it
+is decided, and what the model is told), and TOOLS is what the model is sent.
 
-Try one:  python -c "import tools; print(tools.list_dir('.'))"
+Try one:  python -c "import guards, tools; print(tools.list_dir(guards.policy(), '.'))"
 plan() decides, once, what a call will do and whether a person must approve it first; guards.py has the rules.
 """
 import subprocess
@@ -22,53 +23,58 @@ def truncate(text, limit=MAX_CHARS):
     return text[:kept] + f"\n[... {len(text) - kept} more characters cut]"
 
 
-def plan(name, args):
-    """Decide what a call will do: returns (action, question). action() runs exactly what was decided; question
-    is what a person must approve first, or None. Raises guards.Refused for what nobody may approve."""
-    if name != "run_shell":
-        return partial(REGISTRY[name], **args), None
+def plan(policy, tool, args):
+    """Decide what a checked call of a tool will do: returns (action, question). action() runs exactly what was
+    decided; question is what a person must approve first, or None. Raises guards.Refused for what nobody may
+    approve. A tool that only reads runs as asked; the others say how they are decided (tool["decide"])."""
+    if tool["decide"] is None:
+        return partial(tool["function"], policy, **args), None
+    return tool["decide"](policy, args)
+
+
+def decide_command(policy, args):
+    """A plain command runs as its words, with no shell; any other asks, then runs in the shell."""
     command = args["command"]
     if len(command) > MAX_COMMAND:
         raise guards.Refused(f"the command is {len(command)} characters long; the most is {MAX_COMMAND}")
-    argv = guards.plain(command)
+    argv = guards.plain(policy, command)
     if argv:  # it runs as this list of words, with no shell to read anything into them
-        return partial(run_command, argv), None
-    return partial(run_command, command, shell=True), f"Run: {guards.shown(command, one_line=True)}"
+        return partial(run_command, policy, argv), None
+    question = guards.ask(policy, "command", guards.question(f"Run: {command}"))
+    return partial(run_command, policy, command, shell=True), question
 
 
-def read_file(path):
+def read_file(policy, path):
     """Return the text of a workspace file."""
-    with open(guards.inside_workspace(path), encoding="utf-8", errors="replace") as file:
+    with open(guards.inside_workspace(policy, path), encoding="utf-8", errors="replace") as file:
         return truncate(file.read(MAX_CHARS + 1000))  # a 20 GB file is never read whole
 
 
-def list_dir(path="."):
+def list_dir(policy, path="."):
     """Return the names in a workspace directory, one per line; directories end with '/'."""
-    entries = sorted(guards.inside_workspace(path).iterdir())
+    entries = sorted(guards.inside_workspace(policy, path).iterdir())
     return truncate("\n".join(p.name + "/" if p.is_dir() else p.name for p in entries) or "(empty directory)")
 
 
-def run_shell(command):
+def run_shell(policy, command):
     """Run a command line in the workspace and return its exit code and output. Called directly (not through
     the harness), it runs only what would run without asking."""
-    action, question = plan("run_shell", {"command": command})
+    action, question = decide_command(policy, {"command": command})
     if question:
         raise guards.Refused("this command needs a person's approval; the harness asks for it")
     return action()
 
 
-def run_command(command, shell=False):
+def run_command(policy, command, shell=False):
     """Run a list of words (or, with shell, a command line) in the workspace; its exit code and output."""
-    result = subprocess.run(command, shell=shell, cwd=guards.WORKSPACE, capture_output=True, text=True,
+    result = subprocess.run(command, shell=shell, cwd=policy.workspace, capture_output=True, text=True,
                             errors="replace", timeout=TIMEOUT, stdin=subprocess.DEVNULL)  # the y/N answers are yours
     return truncate(f"exit code {result.returncode}\n{result.stdout}{result.stderr}")
 
 
-REGISTRY = {"read_file": read_file, "list_dir": list_dir, "run_shell": run_shell}
-
-TOOLS = [
-    {"type": "function", "function": {
-        "name": "read_file",
+REGISTRY = {  # name: the function that runs a call, how a call is decided (None: it only reads), what the model reads
+    "read_file": {
+        "function": read_file, "decide": None,
         "description": "Read a text file in the workspace and return its contents. Long files are cut after 4000 "
                        "characters. Use a path relative to the workspace, such as README.md or src/app.py. "
                        "Secret files such as .env are refused.",
@@ -77,9 +83,9 @@ TOOLS = [
             "properties": {"path": {"type": "string", "description": "The file to read, e.g. README.md"}},
             "required": ["path"],
         },
-    }},
-    {"type": "function", "function": {
-        "name": "list_dir",
+    },
+    "list_dir": {
+        "function": list_dir, "decide": None,
         "description": "List the files and folders in a workspace directory (folders end with /). "
                        "Call this first to see what exists before you read anything.",
         "parameters": {
@@ -87,9 +93,9 @@ TOOLS = [
             "properties": {"path": {"type": "string", "description": "The directory; '.' is the workspace"}},
             "required": [],
         },
-    }},
-    {"type": "function", "function": {
-        "name": "run_shell",
+    },
+    "run_shell": {
+        "function": run_shell, "decide": decide_command,
         "description": "Run a command in the workspace and return its exit code and output. Read-only commands "
                        "(ls, cat, head, tail, wc, grep) run at once; anything else waits for the user's approval "
                        "and may be declined. Commands time out after 10 s.",
@@ -98,5 +104,7 @@ TOOLS = [
             "properties": {"command": {"type": "string", "description": "The command line to run"}},
             "required": ["command"],
         },
-    }},
-]
+    },
+}
+TOOLS = [{"type": "function", "function": {"name": name, "description": tool["description"],
+                                            "parameters": tool["parameters"]}} for name, tool in REGISTRY.items()]

@@ -8,14 +8,14 @@ on Linux every command runs in a sandbox (shell.py), and no result or question c
 import argparse
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
 import guards
-import shell
-from backend import BACKENDS, ENV_FILE, BackendError, chat, choose, known_secrets
+from backend import BACKENDS, BackendError, chat, choose
 from guards import ToolError, mask, shown
-from tools import TOOLS, check_call, plan, truncate
+from tools import REGISTRY, TOOLS, check_call, plan, truncate
 
 MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
 SHOWN_CHARS = 200  # of a call's arguments printed on screen; the model gets them whole
@@ -23,19 +23,28 @@ SYSTEM = ("You are a careful assistant working in the user's workspace directory
           "Use the tools to look at the files before you answer, then answer briefly.")
 
 
-def ask_user(question):
-    """The default approval: ask on the terminal (the question is already safe to show); only y or yes is a yes."""
-    print(f"{question}? [y/N] ", end="", file=sys.stderr, flush=True)
+def ask_user(question, whole=False):
+    """The default approval: ask on the terminal, the question fitted to it unless whole (an answer ? shows it
+    whole); only y or yes is a yes. The question is safe to show already: guards.question() built it."""
+    size = shutil.get_terminal_size()
+    print(f"{question if whole else guards.fit(question, size.lines - 2, size.columns)}? [y/N] ", end="",
+          file=sys.stderr, flush=True)
     answer = sys.stdin.readline()
     if not sys.stdin.isatty():  # show what was piped in, as a terminal would have
         print(shown(answer.strip(), one_line=True) or "(end of input: no)", file=sys.stderr)
+    if answer.strip() == "?" and not whole:
+        return ask_user(question, whole=True)
     return answer.strip().lower() in ("y", "yes")
 
 
-def run(task, backend=None, approve=ask_user):
+def run(task, backend=None, approve=ask_user, policy=None):
     """Run one task to the end; return the model's answer, or None when MAX_STEPS ran out first.
-    approve(question) decides the calls that need a person: only True means yes."""
-    backend = backend or choose()
+    approve(question) decides the calls that need a person: only True means yes. policy says what the run may
+    touch and what it asks (default: guards.policy(), the current folder, asking as the command line does)."""
+    backend, policy = backend or choose(), policy or guards.policy()
+    if not policy.sandbox and policy.why_none != "--sandbox off":
+        print(f"note: no sandbox ({policy.why_none}): commands that are not plainly read-only ask you first, even "
+              "with --yes; --sandbox off says you accept that.", file=sys.stderr)
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}]
     for step in range(1, MAX_STEPS + 1):
         message = chat(messages, tools=TOOLS, backend=backend).choices[0].message
@@ -44,7 +53,7 @@ def run(task, backend=None, approve=ask_user):
             return message.content or ""
         for call in message.tool_calls:  # one tool message per call, carrying the call's id
             print(f"[{step}] {shown(call.function.name, one_line=True)} {cut(call.function.arguments)}")
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": run_tool(call, approve)})
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": run_tool(call, approve, policy)})
     return None
 
 
@@ -68,15 +77,15 @@ def valid_json(text):
         return "{}"
 
 
-def run_tool(call, approve):
+def run_tool(call, approve, policy):
     """Run one tool call: its arguments checked against its schema, then as plan() decides, asking first where it
     says so. Every failure becomes an 'error: ...' result the model can read and act on."""
     name = call.function.name
     try:
-        action, question = plan(name, check_call(name, call.function.arguments))
+        action, question = plan(policy, REGISTRY[name], check_call(name, call.function.arguments))
         if question and approve(question) is not True:  # only a yes is a yes: not 1, not "yes", not None
             return "error: the user declined this call; do not try it again, find another way or answer"
-        return truncate(mask(str(action())))  # masked before it is cut: a cut could split a secret
+        return truncate(mask(policy, str(action())))  # masked before it is cut: a cut could split a secret
     except ToolError as error:  # refused: the message says why
         return truncate(f"error: {error}")
     except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
@@ -104,19 +113,10 @@ def main():
         parser.error("the task is empty: say what you want done")
     if not Path(args.workspace).is_dir():
         parser.error(f"--workspace {args.workspace}: no such directory")
-    guards.WORKSPACE = Path(args.workspace).resolve()
-    os.chdir(guards.WORKSPACE)  # commands run there, and a relative path means the same to every tool
-    guards.SECRETS = known_secrets(guards.WORKSPACE)
-    shell.PROTECTED = [*Path(__file__).resolve().parent.glob("*.py"), ENV_FILE, Path(sys.prefix)]
-    shell.SANDBOX = None if args.sandbox == "off" else args.sandbox
-    yes = args.yes
-    if shell.SANDBOX and (problem := shell.sandbox_problem()):
-        shell.SANDBOX, yes = None, False  # unsandboxed, a command is asked about, --yes or not
-        print(f"note: no sandbox ({problem}): commands that are not plainly read-only ask you first, even with "
-              "--yes; --sandbox off says you accept that.", file=sys.stderr)
+    policy = guards.policy(args.workspace, args.yes, args.sandbox)
+    os.chdir(policy.workspace)  # a relative path, even /proc/self/cwd/.., means the same to a check and a command
     try:
-        answer = run(args.task, choose(args.backend, args.model, args.base_url),
-                     approve=(lambda question: True) if yes else ask_user)
+        answer = run(args.task, choose(args.backend, args.model, args.base_url), policy=policy)
     except BackendError as error:
         sys.exit(f"error: {error}")
     except KeyboardInterrupt:

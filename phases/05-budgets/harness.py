@@ -12,24 +12,25 @@ STARTED = time.monotonic()  # --deadline counts from here: the imports below tak
 import argparse
 import json
 import os
+import shutil
+import stat
 import sys
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 import guards
-import shell
-from backend import BACKENDS, ENV_FILE, BackendError, chat, choose, known_secrets
+from backend import BACKENDS, BackendError, chat, choose
 from guards import ToolError, mask, shown
-from tools import TOOLS, check_call, plan, truncate
+from tools import REGISTRY, TOOLS, check_call, plan, truncate
 
 MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
 MAX_TOOL_CALLS = 30  # tool calls per task, refused ones included
 SHOWN_CHARS = 200  # of a call's arguments printed on screen; the model gets them whole
 CHARS_PER_TOKEN = 4  # to estimate tokens when a server does not count them
 TRACE_CHARS = 20_000  # longest text kept in one field of the trace; the rest is counted, not written
-EXIT_CODES = {"answered": 0, "provider_error": 1, "output_error": 1, "step_limit": 3, "tool_call_limit": 3,
-              "token_limit": 3, "deadline": 3, "interrupted": 130}
+EXIT_CODES = {"answered": 0, "provider_error": 1, "output_error": 1, "internal_error": 1, "step_limit": 3,
+              "tool_call_limit": 3, "token_limit": 3, "deadline": 3, "interrupted": 130}
 SYSTEM = ("You are a careful assistant working in the user's workspace directory. "
           "Use the tools to look at the files before you answer, then answer briefly.")
 
@@ -65,20 +66,17 @@ class Stop(Exception):
 
 
 class Trace:
-    """The JSONL trace: one JSON object a line, written whole and at once, so a crash loses nothing done."""
+    """The JSONL trace: one JSON object a line, written whole and at once, so a crash loses nothing done; every
+    text in it masked as tool results are."""
 
-    def __init__(self, path=None):
-        self.run, self.file = os.urandom(4).hex(), None  # the run's id tells runs sharing a file apart
-        if path and os.path.exists(path) and not os.path.isfile(path):  # a pipe nobody reads would block
-            raise Stop("output_error", f"the trace {path} is not a regular file")
-        try:
-            self.file = open(path, "ab", buffering=0) if path else None
-        except OSError as error:
-            raise Stop("output_error", f"the trace {path} cannot be opened: {error.strerror}") from None
+    def __init__(self, path=None, policy=None):
+        self.run, self.file, self.policy = os.urandom(4).hex(), None, policy  # the run's id tells runs apart
+        if path:
+            self.file = open(trace_file(path, policy), "ab", buffering=0)
 
     def record(self, kind, **fields):
         if self.file:
-            fields = {name: truncate(value, TRACE_CHARS) if isinstance(value, str) else value
+            fields = {name: truncate(mask(self.policy, value), TRACE_CHARS) if isinstance(value, str) else value
                       for name, value in fields.items()}
             try:
                 self.file.write((json.dumps({"run": self.run, "type": kind, **fields}) + "\n").encode())
@@ -87,35 +85,63 @@ class Trace:
                 raise Stop("output_error", f"the trace could not be written: {error.strerror}") from None
 
 
+def trace_file(path, policy):
+    """The trace's file descriptor, opened so that nothing redirects it: a link at its path, or (in the workspace,
+    where the model may have made one) on its way to it, or a file that is no regular file is an error."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        if Path(folder).resolve().is_relative_to(policy.workspace) and os.path.realpath(folder) != folder:
+            raise OSError(0, "a link leads to its folder")
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) |
+                     getattr(os, "O_NONBLOCK", 0), 0o600)  # a link is refused, and a pipe nobody reads cannot block
+    except OSError as error:
+        raise Stop("output_error", f"the trace {path} cannot be opened: {error.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise Stop("output_error", f"the trace {path} is not a regular file")
+    return fd
+
+
 @dataclass
 class Settings:
-    """What a run is set up with: who answers, who approves, the budgets, the clock, the trace."""
+    """What a run was asked to do: who answers, who approves, what it may touch, its budgets, clock and trace."""
     backend: dict
     approve: object
     limits: Limits
     deadline: float | None  # a time.monotonic(): the moment the run's time is up, checked before each request
+    policy: guards.Policy
     trace: Trace
 
 
-def ask_user(question):
-    """The default approval: ask on the terminal (the question is already safe to show); only y or yes is a yes."""
-    print(f"{question}? [y/N] ", end="", file=sys.stderr, flush=True)
+def ask_user(question, whole=False):
+    """The default approval: ask on the terminal, the question fitted to it unless whole (an answer ? shows it
+    whole); only y or yes is a yes. The question is safe to show already: guards.question() built it."""
+    size = shutil.get_terminal_size()
+    print(f"{question if whole else guards.fit(question, size.lines - 2, size.columns)}? [y/N] ", end="",
+          file=sys.stderr, flush=True)
     answer = sys.stdin.readline()
     if not sys.stdin.isatty():  # show what was piped in, as a terminal would have
         print(shown(answer.strip(), one_line=True) or "(end of input: no)", file=sys.stderr)
+    if answer.strip() == "?" and not whole:
+        return ask_user(question, whole=True)
     return answer.strip().lower() in ("y", "yes")
 
 
-def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=None, history=None):
+def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=None, history=None, policy=None):
     """Run one task until it ends, and return a Result whose status says how it ended. approve(question)
     decides the calls that need a person (only True means yes); limits is a Limits; trace a file name for the
     JSONL trace; started the time.monotonic() the deadline counts from (default: now); history an earlier
-    result.messages to go on from."""
+    result.messages to go on from; policy says what the run may touch (default: guards.policy())."""
     limits, started = limits or Limits(), started or time.monotonic()
+    policy = policy or guards.policy(trace=trace)
     result = Result(messages=[*(history or [{"role": "system", "content": SYSTEM}]), {"role": "user", "content": task}])
-    settings = Settings(backend, approve, limits, limits.deadline and started + limits.deadline, Trace())
+    settings = Settings(backend, approve, limits, limits.deadline and started + limits.deadline, policy,
+                        Trace(policy=policy))
+    if not policy.sandbox and policy.why_none != "--sandbox off":
+        print(f"note: no sandbox ({policy.why_none}): commands that are not plainly read-only ask you first, even "
+              "with --yes; --sandbox off says you accept that.", file=sys.stderr)
     try:
-        settings.trace = Trace(trace)
+        settings.trace = Trace(trace, policy)
         settings.backend = backend or choose()
         settings.trace.record("start", task=task, backend=settings.backend["name"], model=settings.backend["model"])
         loop(settings, result)
@@ -126,6 +152,8 @@ def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=N
         result.status, result.error = "provider_error", str(error)
     except KeyboardInterrupt:
         result.status = "interrupted"
+    except Exception as error:  # a fault of ours, or of a library's: the run still ends with a status and a record
+        result.status, result.error = "internal_error", f"{type(error).__name__}: {error}"
     result.seconds = round(time.monotonic() - started, 3)
     answer_every_call(settings, result)
     try:
@@ -188,37 +216,39 @@ def run_tools(settings, result, calls):
     decided = [decide(settings, result, call) for call in calls]
     for call, action, _ in decided:
         began = time.monotonic()
-        content = action() if callable(action) else action  # an action that will not run is the reason why
-        result.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+        text, failed = action() if callable(action) else action  # an action that will not run is its outcome
+        result.messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
         settings.trace.record("tool", step=result.steps, id=call.id, name=call.function.name,
-                              arguments=call.function.arguments, is_error=content.startswith("error:"),
-                              result=content, seconds=round(time.monotonic() - began, 3))
+                              arguments=call.function.arguments, is_error=failed, result=text,
+                              seconds=round(time.monotonic() - began, 3))
 
 
 def decide(settings, result, call):
-    """(call, what will run, whether a person was asked): what will run is a function, or the error result that
-    says why nothing will."""
+    """(call, what will run, whether a person was asked): what will run is a function returning the outcome, or
+    the outcome (text, failed) that says why nothing will."""
     result.tool_calls += 1
     say(f"[{result.steps}] {shown(call.function.name, one_line=True)} {cut(call.function.arguments)}")
     if result.tool_calls > settings.limits.max_tool_calls:
-        return call, "error: not run: the run is out of tool calls (its tool-call budget)", False
+        return call, ("error: not run: the run is out of tool calls (its tool-call budget)", True), False
     try:
-        action, question = plan(call.function.name, check_call(call.function.name, call.function.arguments))
+        args = check_call(call.function.name, call.function.arguments)
+        action, question = plan(settings.policy, REGISTRY[call.function.name], args)
         if question and settings.approve(question) is not True:  # only a yes is a yes: not 1, not "yes"
-            return call, "error: the user declined this call; do not try it again, find another way or answer", True
-        return call, partial(tool_result, action), bool(question)
+            return call, ("error: the user declined this call; do not try it again, find another way or answer",
+                          True), True
+        return call, partial(tool_result, settings.policy, action), bool(question)
     except ToolError as error:  # refused, or a broken call: the message says why
-        return call, truncate(f"error: {error}"), False
+        return call, (truncate(f"error: {error}"), True), False
 
 
-def tool_result(action):
-    """Run a decided action; whatever it returns or raises becomes a result the model can read."""
+def tool_result(policy, action):
+    """Run a decided action; whatever it returns or raises becomes an outcome the model can read: (text, failed)."""
     try:
-        return truncate(mask(str(action())))  # masked before it is cut: a cut could split a secret
+        return truncate(mask(policy, str(action()))), False  # masked before it is cut: a cut could split a secret
     except ToolError as error:
-        return truncate(f"error: {error}")
+        return truncate(mask(policy, f"error: {error}")), True
     except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
-        return truncate(f"error: {type(error).__name__}: {error}")
+        return truncate(mask(policy, f"error: {type(error).__name__}: {error}")), True
 
 
 def answer_every_call(settings, result):
@@ -291,24 +321,15 @@ def arguments(argv=None):
 
 def main(argv=None):
     args = arguments(argv)
-    guards.WORKSPACE = Path(args.workspace).resolve()
     trace = args.trace and os.path.abspath(args.trace)
-    os.chdir(guards.WORKSPACE)  # commands run there, and a relative path means the same to every tool
-    guards.SECRETS = known_secrets(guards.WORKSPACE)
-    shell.PROTECTED = [*Path(__file__).resolve().parent.glob("*.py"), ENV_FILE, Path(sys.prefix),
-                       *([Path(trace)] if trace else [])]
-    shell.SANDBOX = None if args.sandbox == "off" else args.sandbox
-    yes = args.yes
-    if shell.SANDBOX and (problem := shell.sandbox_problem()):
-        shell.SANDBOX, yes = None, False  # unsandboxed, a command is asked about, --yes or not
-        print(f"note: no sandbox ({problem}): commands that are not plainly read-only ask you first, even with "
-              "--yes; --sandbox off says you accept that.", file=sys.stderr)
+    policy = guards.policy(args.workspace, args.yes, args.sandbox, trace)
+    os.chdir(policy.workspace)  # a relative path, even /proc/self/cwd/.., means the same to a check and a command
     try:
         backend = choose(args.backend, args.model, args.base_url)
     except BackendError as error:
         sys.exit(f"error: {shown(str(error))}")
-    result = run(args.task, backend, approve=(lambda question: True) if yes else ask_user, trace=trace,
-                 limits=Limits(args.max_steps, args.max_tool_calls, args.max_tokens, args.deadline), started=STARTED)
+    result = run(args.task, backend, trace=trace, policy=policy, started=STARTED,
+                 limits=Limits(args.max_steps, args.max_tool_calls, args.max_tokens, args.deadline))
     report(result)
     sys.exit(EXIT_CODES[result.status])
 

@@ -13,7 +13,8 @@ import argparse
 import json
 import logging
 import os
-import shlex
+import shutil
+import stat
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -22,9 +23,9 @@ from pathlib import Path
 
 import guards
 import shell
-from backend import BACKENDS, ENV_FILE, BackendError, chat, choose, known_secrets
+from backend import BACKENDS, BackendError, chat, choose
 from guards import ToolError, mask, shown
-from tools import MAX_COMMAND, TOOLS, check_call, plan, truncate
+from tools import MAX_COMMAND, REGISTRY, TOOLS, BadCall, check_call, plan, truncate
 
 MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
 MAX_TOOL_CALLS = 30  # tool calls per task, refused ones included
@@ -33,9 +34,9 @@ CHARS_PER_TOKEN = 4  # to estimate tokens when a server does not count them
 TRACE_CHARS = 20_000  # longest text kept in one field of the trace; the rest is counted, not written
 GRACE = 1  # seconds past the deadline that a command stopped by it (or the run's report) has to finish
 SAME_CALL_LIMIT = 3  # the same call in this many turns in a row: the model is told; once more and the run stops
-EXIT_CODES = {"answered": 0, "provider_error": 1, "output_error": 1, "step_limit": 3, "tool_call_limit": 3,
-              "token_limit": 3, "deadline": 3, "repeated": 3, "incomplete": 4, "content_filter": 4, "refused": 4,
-              "interrupted": 130}
+EXIT_CODES = {"answered": 0, "provider_error": 1, "output_error": 1, "internal_error": 1, "step_limit": 3,
+              "tool_call_limit": 3, "token_limit": 3, "deadline": 3, "repeated": 3, "incomplete": 4,
+              "content_filter": 4, "refused": 4, "interrupted": 130}
 SYSTEM = ("You are a careful assistant working in the user's workspace directory. "
           "Use the tools to look at the files before you answer, then answer briefly.")
 EMPTY_ANSWER = "Your reply was empty. Answer the task in words, or call a tool."
@@ -61,6 +62,7 @@ class Result:
     usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
     seconds: float = 0.0
     messages: list = field(default_factory=list)
+    recent: list = field(default_factory=list)  # each turn's calls, by meaning, to see a model going round
 
 
 class Stop(Exception):
@@ -72,20 +74,17 @@ class Stop(Exception):
 
 
 class Trace:
-    """The JSONL trace: one JSON object a line, written whole and at once, so a crash loses nothing done."""
+    """The JSONL trace: one JSON object a line, written whole and at once, so a crash loses nothing done; every
+    text in it masked as tool results are."""
 
-    def __init__(self, path=None):
-        self.run, self.file = os.urandom(4).hex(), None  # the run's id tells runs sharing a file apart
-        if path and os.path.exists(path) and not os.path.isfile(path):  # a pipe nobody reads would block
-            raise Stop("output_error", f"the trace {path} is not a regular file")
-        try:
-            self.file = open(path, "ab", buffering=0) if path else None
-        except OSError as error:
-            raise Stop("output_error", f"the trace {path} cannot be opened: {error.strerror}") from None
+    def __init__(self, path=None, policy=None):
+        self.run, self.file, self.policy = os.urandom(4).hex(), None, policy  # the run's id tells runs apart
+        if path:
+            self.file = open(trace_file(path, policy), "ab", buffering=0)
 
     def record(self, kind, **fields):
         if self.file:
-            fields = {name: truncate(value, TRACE_CHARS) if isinstance(value, str) else value
+            fields = {name: truncate(mask(self.policy, value), TRACE_CHARS) if isinstance(value, str) else value
                       for name, value in fields.items()}
             try:
                 self.file.write((json.dumps({"run": self.run, "type": kind, **fields}) + "\n").encode())
@@ -94,36 +93,63 @@ class Trace:
                 raise Stop("output_error", f"the trace could not be written: {error.strerror}") from None
 
 
+def trace_file(path, policy):
+    """The trace's file descriptor, opened so that nothing redirects it: a link at its path, or (in the workspace,
+    where the model may have made one) on its way to it, or a file that is no regular file is an error."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        if Path(folder).resolve().is_relative_to(policy.workspace) and os.path.realpath(folder) != folder:
+            raise OSError(0, "a link leads to its folder")
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) |
+                     getattr(os, "O_NONBLOCK", 0), 0o600)  # a link is refused, and a pipe nobody reads cannot block
+    except OSError as error:
+        raise Stop("output_error", f"the trace {path} cannot be opened: {error.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise Stop("output_error", f"the trace {path} is not a regular file")
+    return fd
+
+
 @dataclass
 class Settings:
-    """What a run is set up with: who answers, who approves, the budgets, the clock, the trace."""
+    """What a run was asked to do: who answers, who approves, what it may touch, its budgets, clock and trace."""
     backend: dict
     approve: object
     limits: Limits
     deadline: float | None  # a time.monotonic(): the moment the run's time is up
+    policy: guards.Policy
     trace: Trace
-    recent: list = field(default_factory=list)  # each turn's calls, by meaning, to see a model going round
 
 
-def ask_user(question):
-    """The default approval: ask on the terminal (the question is already safe to show); only y or yes is a yes."""
-    print(f"{question}? [y/N] ", end="", file=sys.stderr, flush=True)
+def ask_user(question, whole=False):
+    """The default approval: ask on the terminal, the question fitted to it unless whole (an answer ? shows it
+    whole); only y or yes is a yes. The question is safe to show already: guards.question() built it."""
+    size = shutil.get_terminal_size()
+    print(f"{question if whole else guards.fit(question, size.lines - 2, size.columns)}? [y/N] ", end="",
+          file=sys.stderr, flush=True)
     answer = sys.stdin.readline()
     if not sys.stdin.isatty():  # show what was piped in, as a terminal would have
         print(shown(answer.strip(), one_line=True) or "(end of input: no)", file=sys.stderr)
+    if answer.strip() == "?" and not whole:
+        return ask_user(question, whole=True)
     return answer.strip().lower() in ("y", "yes")
 
 
-def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=None, history=None):
+def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=None, history=None, policy=None):
     """Run one task until it ends, and return a Result whose status says how it ended. approve(question)
     decides the calls that need a person (only True means yes); limits is a Limits; trace a file name for the
     JSONL trace; started the time.monotonic() the deadline counts from (default: now); history an earlier
-    result.messages to go on from."""
+    result.messages to go on from; policy says what the run may touch (default: guards.policy())."""
     limits, started = limits or Limits(), started or time.monotonic()
+    policy = policy or guards.policy(trace=trace)
     result = Result(messages=[*(history or [{"role": "system", "content": SYSTEM}]), {"role": "user", "content": task}])
-    settings = Settings(backend, approve, limits, limits.deadline and started + limits.deadline, Trace())
+    settings = Settings(backend, approve, limits, limits.deadline and started + limits.deadline, policy,
+                        Trace(policy=policy))
+    if not policy.sandbox and policy.why_none != "--sandbox off":
+        print(f"note: no sandbox ({policy.why_none}): commands that are not plainly read-only ask you first, even "
+              "with --yes; --sandbox off says you accept that.", file=sys.stderr)
     try:
-        settings.trace = Trace(trace)
+        settings.trace = Trace(trace, policy)
         settings.backend = backend or choose()
         settings.trace.record("start", task=task, backend=settings.backend["name"], model=settings.backend["model"])
         loop(settings, result)
@@ -134,6 +160,8 @@ def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=N
         result.status, result.error = "provider_error", str(error)
     except KeyboardInterrupt:
         result.status = "interrupted"
+    except Exception as error:  # a fault of ours, or of a library's: the run still ends with a status and a record
+        result.status, result.error = "internal_error", f"{type(error).__name__}: {error}"
     shell.stop_all()  # nothing a command started outlives the run
     result.seconds = round(time.monotonic() - started, 3)
     answer_every_call(settings, result)
@@ -209,80 +237,95 @@ def ask(settings, result):
 
 
 def run_tools(settings, result, calls):
-    """Run one reply's tool calls: each decided first; then the unasked ones run side by side, then the approved
-    ones, so nothing a person agreed to changes what the others were checked against. Each gets a tool message."""
-    told = repeated(settings, calls)
-    decided = [(call, told[call.id], False) if call.id in told else decide(settings, result, call) for call in calls]
-    results = {}
+    """Run one reply's tool calls: each checked and decided once; then the unasked ones run side by side, then the
+    approved ones, so nothing a person agreed to changes what the others were checked against. Each gets a tool
+    message, and a record saying whether it failed."""
+    checked = {call.id: checked_call(call) for call in calls}
+    told = repeated(result, calls, checked)
+    decided = [(call, told[call.id], False) if call.id in told else decide(settings, result, call, checked[call.id])
+               for call in calls]
+    outcomes = {}
     for asked in (False, True):
         batch = [(call, action) for call, action, was_asked in decided if callable(action) and was_asked == asked]
         until = settings.deadline and settings.deadline + GRACE
         for (call, action), box in zip(batch, at_once([action for _, action in batch], until)):
-            results[call.id] = box
+            outcomes[call.id] = box
     for call, action, _ in decided:
-        box = results.get(call.id, {"value": action})  # an action that did not run is the reason why, already
-        content = box.get("value", f"error: {box.get('error') or 'not finished by the deadline'}")
-        result.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+        box = outcomes.get(call.id, {"value": action})  # an action that did not run is its outcome already
+        text, failed = box.get("value", (f"error: {box.get('error') or 'not finished by the deadline'}", True))
+        result.messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
         settings.trace.record("tool", step=result.steps, id=call.id, name=call.function.name,
-                              arguments=call.function.arguments, is_error=content.startswith("error:"),
-                              result=content, seconds=box.get("seconds", 0))
+                              arguments=call.function.arguments, is_error=failed, result=text,
+                              seconds=box.get("seconds", 0))
     if settings.deadline and time.monotonic() >= settings.deadline:
         raise Stop("deadline", "the deadline passed while tools were running")
 
 
-def repeated(settings, calls):
-    """The calls the model made, by meaning, in each of the last SAME_CALL_LIMIT turns: {id: the result telling
+def checked_call(call):
+    """A call's arguments held to its tool's schema (tools.check_call()), or the BadCall saying what is wrong."""
+    try:
+        return check_call(call.function.name, call.function.arguments)
+    except BadCall as error:
+        return error
+
+
+def repeated(result, calls, checked):
+    """The calls the model made, by meaning, in each of the last SAME_CALL_LIMIT turns: {id: the outcome telling
     it so}; they do not run again. Raises Stop("repeated") when it goes on past that."""
-    turn = {meaning(call) for call in calls}
-    settings.recent = [*settings.recent, turn][-SAME_CALL_LIMIT - 1:]
-    again = set.intersection(*settings.recent) if len(settings.recent) > SAME_CALL_LIMIT else set()
+    meanings = {call.id: meaning(call, checked[call.id]) for call in calls}
+    turn = set(meanings.values())
+    result.recent = [*result.recent, turn][-SAME_CALL_LIMIT - 1:]
+    again = set.intersection(*result.recent) if len(result.recent) > SAME_CALL_LIMIT else set()
     if again:
         raise Stop("repeated", f"the model made the same call in {SAME_CALL_LIMIT + 1} turns in a row")
-    told = set.intersection(*settings.recent) if len(settings.recent) == SAME_CALL_LIMIT else set()
-    return {call.id: f"error: not run: you made this exact call in {SAME_CALL_LIMIT} turns in a row; its result "
-                     "will not change, so use what you have or try something else" for call in calls
-            if meaning(call) in told}
+    told = set.intersection(*result.recent) if len(result.recent) == SAME_CALL_LIMIT else set()
+    return {call.id: (f"error: not run: you made this exact call in {SAME_CALL_LIMIT} turns in a row; its result "
+                      "will not change, so use what you have or try something else", True) for call in calls
+            if meanings[call.id] in told}
 
 
-def meaning(call):
-    """A call as what it would do (checked arguments, defaults filled in, a path and a command normalized), so
-    spacing, key order and ./ do not count: read_file '{"path": "./a"}' and '{ "path":"a", "offset": 1 }' match."""
-    try:
-        args = check_call(call.function.name, call.function.arguments)
-        if "path" in args:
-            args["path"] = os.path.normpath(args["path"])
-        if "command" in args and len(args["command"]) <= MAX_COMMAND:  # a longer one is refused unread, as sent
-            args["command"] = shlex.split(args["command"], posix=os.name != "nt")
-    except (ToolError, ValueError):  # a broken call, an unclosed quote: compared as it was sent
+def meaning(call, args):
+    """A call as what it would do (its checked arguments, defaults filled in, a path and a command normalized), so
+    spacing, key order and ./ do not count: read_file '{"path": "./a"}' and '{ "path":"a", "offset": 1 }' match.
+    A call that broke its schema is compared as it was sent."""
+    if isinstance(args, BadCall):
         return call.function.name, call.function.arguments
+    args = dict(args)
+    if isinstance(args.get("path"), str):
+        args["path"] = os.path.normpath(args["path"])
+    if isinstance(args.get("command"), str) and len(args["command"]) <= MAX_COMMAND:  # a longer one: refused unread
+        args["command"] = guards.words(args["command"])
     return call.function.name, json.dumps(args, sort_keys=True)
 
 
-def decide(settings, result, call):
-    """(call, what will run, whether a person was asked): what will run is a function, or the error result that
-    says why nothing will. The decision counts against the deadline, a person's answer too."""
+def decide(settings, result, call, args):
+    """(call, what will run, whether a person was asked): what will run is a function returning the outcome, or
+    the outcome (text, failed) that says why nothing will. Deciding is on the clock, a person's answer too."""
     result.tool_calls += 1
     say(f"[{result.steps}] {shown(call.function.name, one_line=True)} {cut(call.function.arguments)}")
     if result.tool_calls > settings.limits.max_tool_calls:
-        return call, "error: not run: the run is out of tool calls (its tool-call budget)", False
+        return call, ("error: not run: the run is out of tool calls (its tool-call budget)", True), False
     try:
-        action, question = plan(call.function.name, check_call(call.function.name, call.function.arguments),
-                                deadline=settings.deadline)
+        if isinstance(args, BadCall):
+            raise args
+        action, question = within(settings.deadline, "the harness to decide the call", partial(
+            plan, settings.policy, REGISTRY[call.function.name], args, settings.deadline))
         if question and within(settings.deadline, "your answer", partial(settings.approve, question)) is not True:
-            return call, "error: the user declined this call; do not try it again, find another way or answer", True
-        return call, partial(tool_result, action), bool(question)
+            return call, ("error: the user declined this call; do not try it again, find another way or answer",
+                          True), True
+        return call, partial(tool_result, settings.policy, action), bool(question)
     except ToolError as error:  # refused, or a broken call: the message says why
-        return call, truncate(f"error: {error}"), False
+        return call, (truncate(f"error: {error}"), True), False
 
 
-def tool_result(action):
-    """Run a decided action; whatever it returns or raises becomes a result the model can read."""
+def tool_result(policy, action):
+    """Run a decided action; whatever it returns or raises becomes an outcome the model can read: (text, failed)."""
     try:
-        return truncate(mask(str(action())))  # masked before it is cut: a cut could split a secret
+        return truncate(mask(policy, str(action()))), False  # masked before it is cut: a cut could split a secret
     except ToolError as error:
-        return truncate(f"error: {error}")
+        return truncate(mask(policy, f"error: {error}")), True
     except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
-        return truncate(f"error: {type(error).__name__}: {error}")
+        return truncate(mask(policy, f"error: {type(error).__name__}: {error}")), True
 
 
 def at_once(functions, deadline):
@@ -350,6 +393,10 @@ def valid_json(text):
         return "{}"
 
 
+def note(text):
+    print(f"note: {shown(text)}", file=sys.stderr, flush=True)
+
+
 def cut(text, limit=SHOWN_CHARS):
     """Text for one line of the screen, made safe to show: cut("x" * 300) -> 200 x's + " [... 100 more characters]" """
     more = f" [... {len(text) - limit} more characters]" if len(text) > limit else ""
@@ -358,10 +405,6 @@ def cut(text, limit=SHOWN_CHARS):
 
 def say(text):
     print(text, flush=True)
-
-
-def note(text):
-    print(f"note: {shown(text)}", file=sys.stderr, flush=True)
 
 
 def arguments(argv=None):
@@ -392,26 +435,17 @@ def arguments(argv=None):
 
 def main(argv=None):
     args = arguments(argv)
-    guards.WORKSPACE = Path(args.workspace).resolve()
     trace = args.trace and os.path.abspath(args.trace)
-    os.chdir(guards.WORKSPACE)  # commands run there, and a relative path means the same to every tool
-    guards.SECRETS = known_secrets(guards.WORKSPACE)
-    shell.PROTECTED = [*Path(__file__).resolve().parent.glob("*.py"), ENV_FILE, Path(sys.prefix),
-                       *([Path(trace)] if trace else [])]
-    shell.SANDBOX = None if args.sandbox == "off" else args.sandbox
+    policy = guards.policy(args.workspace, args.yes, args.sandbox, trace)
+    os.chdir(policy.workspace)  # a relative path, even /proc/self/cwd/.., means the same to a check and a command
     logging.basicConfig(format="note: %(name)s: %(message)s")  # the openai package says when it retries, at INFO
     logging.getLogger("openai._base_client").setLevel(logging.INFO)
-    yes = args.yes
-    if shell.SANDBOX and (problem := shell.sandbox_problem()):
-        shell.SANDBOX, yes = None, False  # unsandboxed, a command is asked about, --yes or not
-        print(f"note: no sandbox ({problem}): commands that are not plainly read-only ask you first, even with "
-              "--yes; --sandbox off says you accept that.", file=sys.stderr)
     try:
         backend = choose(args.backend, args.model, args.base_url)
     except BackendError as error:
         sys.exit(f"error: {shown(str(error))}")
-    result = run(args.task, backend, approve=(lambda question: True) if yes else ask_user, trace=trace,
-                 limits=Limits(args.max_steps, args.max_tool_calls, args.max_tokens, args.deadline), started=STARTED)
+    result = run(args.task, backend, trace=trace, policy=policy, started=STARTED,
+                 limits=Limits(args.max_steps, args.max_tool_calls, args.max_tokens, args.deadline))
     report(result)
     sys.exit(EXIT_CODES[result.status])
 

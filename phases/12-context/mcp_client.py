@@ -9,6 +9,7 @@ import json
 import os
 import queue
 import shlex
+import shutil
 import subprocess
 import sys
 import threading
@@ -35,7 +36,7 @@ class Server:
     def __init__(self, name, command, env, stderr):
         self.name, self.last_id, self.lock, self.inbox = name, 0, threading.Lock(), queue.Queue(MAX_WAITING)
         try:
-            self.process = subprocess.Popen(shlex.split(command, posix=os.name != "nt"), env=env, stderr=stderr,
+            self.process = subprocess.Popen(command, env=env, stderr=stderr,
                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, **shell.NEW_GROUP)
         except (OSError, ValueError) as error:  # no such program; an unclosed quote
             raise McpError(f"the MCP server {name!r} could not start ({command}): {error}") from None
@@ -133,6 +134,14 @@ class Server:
             self.process.stdin.flush()
         except OSError:
             pass
+
+
+def command_argv(command, path):
+    """The words of a server's command, its program found in path (a placeholder until the Windows rules land)."""
+    words = shlex.split(command, posix=os.name != "nt")
+    if not words:
+        raise McpError("the MCP server's command is empty")
+    return [shutil.which(words[0], path=path) or words[0], *words[1:]]
 
 
 def read_lines(process, inbox):
