@@ -1,15 +1,15 @@
 """A small MCP client: start a tool server as a subprocess and use its tools over stdio, one JSON-RPC message a line.
 
-Run:  python mcp_client.py "python ticket_server.py"      (prints the tools the server offers)
-Server(...).start() shakes hands, tools() lists the tools, call() runs one and returns (text, is_error), close()
-ends the server. A server that exits, writes what is not JSON-RPC, or answers with an error or too late raises
-McpError, whose message says what happened. Standard library only, and shell.py's way to start and stop a process.
+Run:  python mcp_client.py python ticket_server.py      (prints the MCP version spoken and the server's tools)
+Server(name, argv, env, stderr).start() learns the MCP it speaks, tools() lists its tools, call() runs one: (text,
+is_error); close() ends it. A server that fails raises McpError, which says how.
 """
+import contextlib
 import json
 import os
 import queue
+import re
 import shlex
-import shutil
 import subprocess
 import sys
 import threading
@@ -18,7 +18,13 @@ import weakref
 
 import shell
 
-PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # MCP with a handshake, newest first
+MODERN = "2026-07-28"  # MCP without a handshake: each request carries its version, in params._meta
+HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # older MCP, newest first
+CLIENT = {"name": "course-harness", "version": "1"}  # who we are, for the server's logs
+META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientInfo": CLIENT,
+        "io.modelcontextprotocol/clientCapabilities": {}}  # {}: we do nothing for a server but call its tools
+UNSUPPORTED = -32022  # the error of a modern server that does not speak the version asked for
+PROBE = 10  # seconds server/discover may go unanswered before the server is taken for an older one
 TIMEOUT = 30  # seconds to wait for an answer when the caller's deadline is later, or there is none
 GRACE = 1  # seconds a server has to exit once its stdin is closed, before it is killed
 MAX_LINE = 4_000_000  # bytes in one message from a server: a screenshot fits, an endless line does not
@@ -26,73 +32,81 @@ MAX_WAITING = 100  # lines read ahead; a server that floods us waits, rather tha
 
 
 class McpError(Exception):
-    """A server failed (not its tool): it exited, wrote what is not JSON-RPC, or answered with an error or too late."""
+    """A server failed (not its tool): it exited, wrote what is not JSON-RPC, or answered late or with an error."""
+    code = None  # the JSON-RPC error code it answered with, if it did
 
 
 class Server:
-    """One MCP server: a process, the pipes to it, and the requests in flight. A thread puts each line it writes on
-    a queue, so a wait for an answer is a wait on that queue, which never lasts past the deadline."""
+    """One MCP server: a process, its pipes, and a thread that queues what it writes: no wait outlasts a deadline."""
 
-    def __init__(self, name, command, env, stderr):
-        self.name, self.last_id, self.lock, self.inbox = name, 0, threading.Lock(), queue.Queue(MAX_WAITING)
+    def __init__(self, name, argv, env, stderr):
+        self.name, self.version, self.last_id, self.lock = name, None, 0, threading.Lock()
+        self.inbox = queue.Queue(MAX_WAITING)
         try:
-            self.process = subprocess.Popen(command, env=env, stderr=stderr,
-                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, **shell.NEW_GROUP)
-        except (OSError, ValueError) as error:  # no such program; an unclosed quote
-            raise McpError(f"the MCP server {name!r} could not start ({command}): {error}") from None
+            self.process = subprocess.Popen(argv, env=env, stderr=stderr, stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, **shell.NEW_GROUP)
+        except (OSError, ValueError) as error:  # no such program; a word with a NUL in it
+            raise McpError(f"the MCP server {name!r} could not start ({' '.join(argv)}): {error}") from None
         threading.Thread(target=read_lines, args=(self.process, self.inbox), daemon=True).start()
         self.close = weakref.finalize(self, stop, self.process)  # once: on close(), or when the harness exits
 
     def start(self, deadline=None):
-        """The handshake: offer our newest version; the server answers with it or another, which must be one we
-        speak too. Then say we are ready. Returns the server: Server(...).start(deadline)."""
+        """Ask server/discover (MCP 2026-07-28); shake hands with an older server. Returns the server, version set."""
         try:
-            result = self.request("initialize", {"protocolVersion": PROTOCOL_VERSIONS[0], "capabilities": {},
-                                                 "clientInfo": {"name": "course-harness", "version": "1"}}, deadline)
-            if result.get("protocolVersion") not in PROTOCOL_VERSIONS:
-                raise McpError(f"the MCP server {self.name!r} speaks MCP {result.get('protocolVersion')!r}, and "
-                               f"this client {', '.join(PROTOCOL_VERSIONS)}")
-        except McpError:
-            self.close()  # a server we cannot use is not left running
-            raise
+            found = self.request("server/discover", {"_meta": META},
+                                 min(deadline or float("inf"), time.monotonic() + PROBE))
+        except McpError as error:
+            if error.code == UNSUPPORTED:  # modern, but not our version: a handshake cannot help
+                raise
+            found = {}  # "Method not found", another error, or silence
+        if not isinstance(found.get("supportedVersions"), list) or MODERN not in found["supportedVersions"]:
+            return self.shake_hands(deadline)
+        self.version = MODERN  # from now on, every request carries META
+        return self
+
+    def shake_hands(self, deadline):
+        """MCP 2025-11-25 and older: offer our newest version, accept any we speak, then say we are ready."""
+        result = self.request("initialize", {"protocolVersion": HANDSHAKE_VERSIONS[0], "capabilities": {},
+                                             "clientInfo": CLIENT}, deadline)
+        if result.get("protocolVersion") not in HANDSHAKE_VERSIONS:
+            raise McpError(f"the MCP server {self.name!r} speaks MCP {result.get('protocolVersion')!r}, and "
+                           f"this client {', '.join((MODERN, *HANDSHAKE_VERSIONS))}")
         self.version = result["protocolVersion"]
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return self
 
     def tools(self, deadline=None):
-        """Every tool the server offers, page after page: [{"name": ..., "description": ..., "inputSchema": ...}]"""
+        """Every tool, page after page: [{"name", "description", "inputSchema"}], once (cache hints are not needed)."""
         found, params = [], {}
         while True:
             page = self.request("tools/list", params, deadline)
-            try:
+            try:  # {**schema} copies a JSON object, and raises TypeError for anything else
                 found += [{"name": tool["name"], "description": tool.get("description", ""),
-                           "inputSchema": tool.get("inputSchema", {"type": "object"})} for tool in page["tools"]]
+                           "inputSchema": {**tool.get("inputSchema", {"type": "object"})}} for tool in page["tools"]]
             except (KeyError, TypeError):
-                raise McpError(f"the MCP server {self.name!r} sent a tools/list page that is not MCP's") from None
-            if not all(isinstance(tool["inputSchema"], dict) for tool in found):  # a schema is a JSON object
-                raise McpError(f"the MCP server {self.name!r} sent a tool whose inputSchema is no JSON object")
+                raise McpError(f"the MCP server {self.name!r} sent a tools/list page that is not MCP's: a tool has "
+                               "no name, or its inputSchema is no JSON object") from None
             if not page.get("nextCursor"):  # the last page names no next one
                 return found
             params = {"cursor": page["nextCursor"]}
 
     def call(self, tool, arguments, deadline=None):
-        """Run one tool: (text, is_error). is_error says the tool failed (a stale version, a label that does not
-        exist), which the model can act on like any tool error; McpError says the server failed."""
+        """Run one tool: (text, is_error). is_error: the tool failed; McpError: the server did."""
         result = self.request("tools/call", {"name": tool, "arguments": arguments}, deadline)
         return "\n".join(map(part_text, result.get("content") or [])), bool(result.get("isError"))
 
     def request(self, method, params, deadline=None):
-        """Send one request and wait for its answer, until the deadline (a time.monotonic()) or TIMEOUT: its
-        result, or McpError. Threads take turns: every answer comes back on the same pipe."""
+        """Send one request (with META, to a modern server); its result, waited for until the deadline or TIMEOUT."""
         deadline = min(deadline or float("inf"), time.monotonic() + TIMEOUT)
         if not self.lock.acquire(timeout=max(0, deadline - time.monotonic())):
             raise McpError(f"the MCP server {self.name!r} was busy with another call until the deadline")
         try:
             self.last_id += 1
+            params = {**params, "_meta": META} if self.version == MODERN else params
             self.send({"jsonrpc": "2.0", "id": self.last_id, "method": method, "params": params})
             while True:
                 message = self.receive(method, deadline)
-                if "method" in message and "id" in message:  # it asks us something: ping, sampling, roots
+                if "method" in message and "id" in message:  # an older server asks us: ping, sampling, roots
                     reply = {"result": {}} if message["method"] == "ping" else {"error": {
                         "code": -32601, "message": f"Method not found: {message['method']}"}}  # we offer no others
                     self.send({"jsonrpc": "2.0", "id": message["id"], **reply})
@@ -100,12 +114,14 @@ class Server:
                     break  # anything else is skipped: a notification, or a late answer to a request given up on
         finally:
             self.lock.release()
-        if "error" in message:
-            raise McpError(f"the MCP server {self.name!r} answered {method} with an error: "
-                           f"{json.dumps(message['error'])[:500]}")
-        if not isinstance(message.get("result"), dict):
-            raise McpError(f"the MCP server {self.name!r} answered {method} without a result")
-        return message["result"]
+        result = message.get("result")
+        if "error" not in message and isinstance(result, dict) and result.get("resultType", "complete") == "complete":
+            return result  # no resultType: an older server's result, which is complete
+        failure = McpError(f"the MCP server {self.name!r} answered {method} with "
+                           f"{'an error' if 'error' in message else 'no result it can use'}: "
+                           f"{json.dumps(message.get('error', result))[:500]}")
+        failure.code = message["error"].get("code") if isinstance(message.get("error"), dict) else None
+        raise failure
 
     def receive(self, method, deadline):
         """The next message from the server, a JSON object, waited for until the deadline at most."""
@@ -127,21 +143,29 @@ class Server:
         return message
 
     def send(self, message):
-        """Write one message as one line (json.dumps writes no line breaks); a server gone is told by receive().
-        A request is small, and a pipe holds 64 KB: a server that reads nothing cannot hold us here."""
-        try:
+        """Write one message, one line; a server gone is told by receive(). A pipe holds 64 KB, a request less."""
+        with contextlib.suppress(OSError):
             self.process.stdin.write(json.dumps(message).encode() + b"\n")
             self.process.stdin.flush()
-        except OSError:
-            pass
 
 
-def command_argv(command, path):
-    """The words of a server's command, its program found in path (a placeholder until the Windows rules land)."""
-    words = shlex.split(command, posix=os.name != "nt")
-    if not words:
-        raise McpError("the MCP server's command is empty")
-    return [shutil.which(words[0], path=path) or words[0], *words[1:]]
+def command_argv(command, path, windows=os.name == "nt", pathext=os.environ.get("PATHEXT", ".COM;.EXE;.BAT;.CMD")):
+    """A server's command as words. Windows splits at spaces outside "quotes" (its rule for backslashes before a
+    quote aside) and finds a program as Windows does (npx is npx.cmd, by PATHEXT), but only in path's folders,
+    never the current one. Example: "npx -y pkg" -> [r"C:\\node\\npx.cmd", "-y", "pkg"]; McpError if none."""
+    try:
+        words = [w.replace('"', "") for w in re.findall(r'(?:[^\s"]|"[^"]*"?)+', command)] if windows else \
+            shlex.split(command)
+    except ValueError as error:  # an unclosed quote
+        raise McpError(f"the MCP server command {command!r} cannot be split: {error}") from None
+    if not windows or not words or re.search(r"[\\/]", words[0]):  # elsewhere Popen looks in the server's PATH
+        return words
+    endings = [ending for ending in pathext.lower().split(";") if ending]
+    names = [words[0] + ending for ending in endings if not words[0].lower().endswith(tuple(endings))] or words[:1]
+    for found in (os.path.join(folder, name) for folder in path.split(";") if os.path.isabs(folder) for name in names):
+        if os.path.isfile(found):
+            return [found, *words[1:]]
+    raise McpError(f"the MCP server's program {words[0]!r} is in no folder of {path!r}")
 
 
 def read_lines(process, inbox):
@@ -153,29 +177,33 @@ def read_lines(process, inbox):
 
 
 def part_text(part):
-    """One content part of a tool result as text: text as it is (an embedded text file too), any other part named.
-    Example: {"type": "image", "data": "iVBO...", "mimeType": "image/png"} -> "[a part of type image]" """
+    """One content part as text: text as it is; an image, a sound, a link, a file as one line saying what and where.
+    Example: {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"} -> "[image: image/png, 8 bytes]" """
     part = part if isinstance(part, dict) else {}
-    resource = part.get("resource") if isinstance(part.get("resource"), dict) else {}
-    text = part.get("text", resource.get("text"))
-    return str(text) if text is not None else f"[a part of type {part.get('type')}]"
+    if isinstance(part.get("resource"), dict):  # an embedded file: its fields are the part's
+        part = {**part["resource"], "type": part.get("type")}
+    if part.get("text") is not None:
+        return str(part["text"])
+    data = part.get("data", part.get("blob"))  # base64: 4 characters hold 3 bytes; "=" pads the last ones
+    size = len(data) // 4 * 3 - data[-2:].count("=") if isinstance(data, str) else part.get("size")
+    said = [part.get("uri") or part.get("name"), part.get("mimeType"), isinstance(size, int) and f"{size:,} bytes"]
+    return f"[{part.get('type')}: {', '.join(str(word) for word in said if word)}]"
 
 
 def stop(process):
     """End a server as the spec asks: close its stdin, give it GRACE seconds, then kill what is left of its group
     (npx starts node, sh its program): shell.stop(), as for a command."""
-    try:
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
         process.stdin.close()  # a polite server exits when its input ends
         process.wait(GRACE)
-    except (OSError, subprocess.TimeoutExpired):
-        pass
     shell.stop(process)
 
 
 if __name__ == "__main__":
     clean = {name: os.environ[name] for name in ("PATH", "HOME", "SYSTEMROOT") if name in os.environ}  # no keys
     try:
-        server = Server("cli", " ".join(sys.argv[1:]) or "python ticket_server.py", clean, sys.stderr).start()
+        argv = command_argv(" ".join(sys.argv[1:]) or "python ticket_server.py", os.environ.get("PATH", os.defpath))
+        server = Server("cli", argv, clean, sys.stderr).start()
         print(f"MCP {server.version}:", *(f"{tool['name']}: {tool['description']}" for tool in server.tools()),
               sep="\n")
     except McpError as error:

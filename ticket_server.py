@@ -1,6 +1,7 @@
 """A small MCP server with two tools over made-up support tickets: get_ticket reads one, propose_label proposes a
-label for it. Nothing is ever applied: a person reviews every proposal. It speaks MCP over stdio: one JSON-RPC
-message a line on stdin, one answer a line on stdout. Standard library only.
+label for it. Nothing is ever applied: a person reviews every proposal. It speaks MCP over stdio, one JSON-RPC
+message a line on stdin, one answer a line on stdout: MCP 2026-07-28 to a request that names it in params._meta,
+and the versions before, with their handshake, to a client that sends initialize. Standard library only.
 
 Run:  python ticket_server.py                            then type or paste JSON lines (the lesson has them)
       python mcp_client.py "python ticket_server.py"     lists its tools through the course's client
@@ -8,7 +9,10 @@ Run:  python ticket_server.py                            then type or paste JSON
 import json
 import sys
 
-VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # the MCP versions it speaks, newest first
+MODERN = "2026-07-28"  # MCP without a handshake: each request names its version in params._meta
+VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # the versions it speaks with a handshake
+VERSION_KEY = "io.modelcontextprotocol/protocolVersion"  # where in _meta a modern request names its version
+CACHE_HINTS = {"ttlMs": 3_600_000, "cacheScope": "public"}  # a list may be kept an hour, by anyone: tools never change
 STRUCTURED_SINCE = "2025-06-18"  # the first version whose tool results may carry structuredContent
 SERVER_INFO = {"name": "ticket-server", "version": "1.0"}
 LABELS = ("billing", "bug", "account", "feature-request")
@@ -85,18 +89,38 @@ HANDLERS = {"get_ticket": get_ticket, "propose_label": propose_label}
 
 
 def handle(request, session):
-    """The answer to one request, as a result or an error; session remembers the version agreed at initialize."""
+    """The answer to one request, as a result or an error. A modern request names its MCP version in params._meta;
+    an older client's requests are in the version agreed at initialize, which session keeps."""
     method, params = request.get("method"), request.get("params") or {}
+    meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
     if method == "initialize":
         # answer with the version the client asked for if it is one we speak, else with our newest
         asked = params.get("protocolVersion")
         session["version"] = asked if asked in VERSIONS else VERSIONS[0]
         return {"result": {"protocolVersion": session["version"], "capabilities": {"tools": {}},
                            "serverInfo": SERVER_INFO}}
-    if method == "ping":
+    if VERSION_KEY not in meta:
+        return answer(session["version"], method, params)
+    if meta[VERSION_KEY] != MODERN:  # a version it does not speak: say which it does
+        return {"error": {"code": -32022, "message": "Unsupported protocol version", "data": {
+            "supported": [MODERN, *VERSIONS], "requested": meta[VERSION_KEY]}}}
+    if not isinstance(meta.get("io.modelcontextprotocol/clientCapabilities"), dict):
+        return {"error": {"code": -32602, "message": "_meta has no io.modelcontextprotocol/clientCapabilities"}}
+    reply = answer(MODERN, method, params)
+    if "result" in reply:  # a modern result says it is complete, and who sent it
+        reply["result"] = {"resultType": "complete", **reply["result"],
+                           "_meta": {"io.modelcontextprotocol/serverInfo": SERVER_INFO}}
+    return reply
+
+
+def answer(version, method, params):
+    """The answer to one request in this version of MCP: server/discover is MODERN's, ping the older versions'."""
+    if method == "server/discover" and version == MODERN:
+        return {"result": {"supportedVersions": [MODERN, *VERSIONS], "capabilities": {"tools": {}}, **CACHE_HINTS}}
+    if method == "ping" and version != MODERN:
         return {"result": {}}
-    if method == "tools/list":
-        return {"result": {"tools": TOOLS}}  # one page: no nextCursor
+    if method == "tools/list":  # one page: no nextCursor; in MODERN, with how long it may be kept
+        return {"result": {"tools": TOOLS, **(CACHE_HINTS if version == MODERN else {})}}
     if method != "tools/call":
         return {"error": {"code": -32601, "message": f"Method not found: {method}"}}
     if params.get("name") not in HANDLERS:
@@ -106,7 +130,7 @@ def handle(request, session):
     if not isinstance(arguments, dict):
         return {"error": {"code": -32602, "message": "arguments must be a JSON object"}}
     result = HANDLERS[params["name"]](arguments)
-    if session["version"] < STRUCTURED_SINCE:  # the versions are dates, and dates written so sort in time order
+    if version < STRUCTURED_SINCE:  # the versions are dates, and dates written so sort in time order
         result.pop("structuredContent", None)
     return {"result": result}
 

@@ -1,9 +1,12 @@
 """mcp_client.py against real servers over real pipes: the course's ticket_server.py, tests/mcp_servers.py (which
-misbehaves on purpose), and, when installed, servers nobody here wrote: one built on the official MCP Python SDK
-(tests/requirements.txt) and the MCP project's reference server from npm (.ci/mcp-npm, see .ci/run)."""
+misbehaves on purpose, and speaks only the older MCP, with its handshake), and, when installed, servers nobody here
+wrote: one built on the official MCP Python SDK (tests/requirements.txt) and the MCP project's reference server from
+npm (.ci/mcp-npm, see .ci/run). Each test of a server that works says which MCP was spoken: 2026-07-28, without a
+handshake, or 2025-11-25, with it."""
 import importlib.util
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -18,17 +21,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import mcp_client  # noqa: E402
-from mcp_client import McpError, Server  # noqa: E402
+from mcp_client import McpError, Server, command_argv  # noqa: E402
 
 ENV = {"PATH": os.environ.get("PATH", os.defpath)}  # what the servers get: no key
-TICKETS = shlex.join([sys.executable, str(ROOT / "ticket_server.py")])
+TICKETS = [sys.executable, str(ROOT / "ticket_server.py")]
 EVERYTHING = ROOT / ".ci" / "mcp-npm"  # where the CI step installs @modelcontextprotocol/server-everything
 HAS_SDK = importlib.util.find_spec("mcp") is not None
 EVERYTHING_BIN = EVERYTHING / "node_modules" / ".bin" / "mcp-server-everything"
 
 
 def fake(mode):
-    return shlex.join([sys.executable, str(ROOT / "tests" / "mcp_servers.py"), mode])
+    return [sys.executable, str(ROOT / "tests" / "mcp_servers.py"), mode]
 
 
 @pytest.fixture
@@ -39,11 +42,11 @@ def stderr(tmp_path):
 
 @pytest.fixture
 def start(stderr):
-    """start(command) -> a Server that has shaken hands; each is closed after the test."""
+    """start(argv) -> a Server that has started; each is closed after the test."""
     servers = []
 
-    def start(command, seconds=5):
-        servers.append(Server("test", command, ENV, stderr))
+    def start(argv, seconds=5):
+        servers.append(Server("test", argv, ENV, stderr))
         return servers[-1].start(time.monotonic() + seconds)
 
     yield start
@@ -65,9 +68,9 @@ def gone(pid, seconds=2):
     return False
 
 
-def test_lists_and_calls_the_ticket_server(start):
+def test_lists_and_calls_the_ticket_server_in_mcp_2026_07_28(start):
     server = start(TICKETS)
-    assert server.version == "2025-11-25"
+    assert server.version == "2026-07-28"
     assert [tool["name"] for tool in server.tools()] == ["get_ticket", "propose_label"]
     text, is_error = server.call("get_ticket", {"ticket_id": "DEMO-42"})
     assert (json.loads(text)["title"], json.loads(text)["version"], is_error) == ("Charged twice for one order", 3,
@@ -94,20 +97,37 @@ def test_tools_come_from_every_page(start):
     assert names == ["tool_0_0", "tool_0_1", "tool_1_0", "tool_1_1", "tool_2_0", "tool_2_1"]
 
 
-def test_an_older_protocol_version_the_client_speaks_is_accepted(start):
+def test_a_server_that_answers_server_discover_with_method_not_found_gets_the_handshake_of_2025_11_25(start):
+    server = start(fake("legacy"))
+    assert server.version == "2025-11-25"
+    assert server.call("work", {}) == ("done", False)
+
+
+def test_an_older_protocol_version_the_client_speaks_is_accepted_in_mcp_2024_11_05(start):
     assert start(fake("version=2024-11-05")).version == "2024-11-05"
+
+
+def test_a_server_silent_to_server_discover_gets_the_handshake_of_2025_11_25_after_probe_seconds(start, monkeypatch):
+    monkeypatch.setattr(mcp_client, "PROBE", 0.5)
+    started = time.monotonic()
+    server = start(fake("deaf"))
+    assert (server.version, server.call("work", {})) == ("2025-11-25", ("done", False))
+    assert 0.5 <= time.monotonic() - started < 2
 
 
 @pytest.mark.parametrize("mode, message", [
     ("exit", r"has exited \(exit code 3\)"),
     ("not-json", r"wrote something that is not JSON-RPC: 'Server listening on stdio'"),
-    ("modern", r'answered initialize with an error: .*Unsupported protocol version.*\["2026-07-28"\]'),
-    ("version=2099-01-01", r"speaks MCP '2099-01-01', and this client 2025-11-25, 2025-06-18"),
+    ("modern", r'answered server/discover with an error: .*Unsupported protocol version.*\["2099-01-01"\]'),
+    ("version=2099-01-01", r"speaks MCP '2099-01-01', and this client 2026-07-28, 2025-11-25, 2025-06-18"),
 ])
-def test_a_failed_handshake_raises_and_ends_the_server(mode, message, stderr):
+def test_a_failed_start_raises(mode, message, stderr):
+    """A modern server that does not speak 2026-07-28 answers server/discover with its versions: no handshake
+    follows, since it has none (the message names server/discover, not initialize)."""
     server = Server("test", fake(mode), ENV, stderr)
     with pytest.raises(McpError, match=message):
         server.start(time.monotonic() + 5)
+    server.close()
     assert server.process.poll() is not None
 
 
@@ -117,7 +137,7 @@ def test_a_handshake_never_answered_raises_at_the_deadline(stderr):
     with pytest.raises(McpError, match="did not answer initialize in time"):
         server.start(started + 0.5)
     assert 0.5 <= time.monotonic() - started < 2
-    assert server.process.poll() is not None
+    server.close()
 
 
 def test_the_server_gets_only_the_environment_given_and_its_stderr_is_kept(start, stderr, monkeypatch):
@@ -130,19 +150,30 @@ def test_the_server_gets_only_the_environment_given_and_its_stderr_is_kept(start
 
 def test_server_requests_are_refused_ping_answered_and_notifications_skipped(start):
     replies = json.loads(start(fake("chatty")).call("work", {})[0])
-    assert replies == [  # roots/list came with id 2, as the client's own tools/call: each side numbers its own
+    assert replies == [  # roots/list came with id 3, as the client's own tools/call: each side numbers its own
         {"jsonrpc": "2.0", "id": "s1", "error": {"code": -32601,
                                                  "message": "Method not found: sampling/createMessage"}},
-        {"jsonrpc": "2.0", "id": 2, "error": {"code": -32601, "message": "Method not found: roots/list"}},
+        {"jsonrpc": "2.0", "id": 3, "error": {"code": -32601, "message": "Method not found: roots/list"}},
         {"jsonrpc": "2.0", "id": "p1", "result": {}}]
 
 
-def test_a_long_result_comes_whole_and_other_parts_are_named(start):
-    """The client hands the harness every part: text as it is, other kinds as a short note. Cutting a long result
-    to MAX_CHARS is the harness's job, at the boundary where every tool result is cut."""
+def test_a_long_result_comes_whole_and_other_parts_are_described(start):
+    """The client hands the harness every part: text as it is; an image, a sound, a link or a file as one line with
+    its type, where it is, its MIME type and size (of the data once decoded). Cutting a long result to MAX_CHARS is
+    the harness's job, at the boundary where every tool result is cut."""
     text, is_error = start(fake("big")).call("work", {})
-    assert text == "[a part of type image]\n[a part of type resource_link]\nembedded notes\n" + "x" * 10_000, text[:200]
+    assert text.split("\n") == [
+        "[image: image/png, 8 bytes]", "[audio: audio/wav, 4 bytes]",
+        "[resource_link: file:///tmp/report.csv, text/csv, 1,234 bytes]", "[resource_link: notes]",
+        "embedded notes", "[resource: file:///tmp/logo.png, image/png, 2 bytes]", "x" * 10_000], text[:300]
     assert is_error is False
+
+
+def test_a_result_that_asks_for_input_is_a_server_failure(start):
+    """A resultType other than "complete" is one this client cannot use: the input_required of MCP 2026-07-28 asks
+    for what the client never offered (its capabilities are {})."""
+    with pytest.raises(McpError, match=r'answered tools/call with no result it can use: .*"input_required"'):
+        start(fake("input-required")).call("work", {})
 
 
 def test_a_call_the_server_never_answers_ends_at_the_deadline(start):
@@ -201,11 +232,11 @@ def test_a_server_the_harness_forgets_ends_when_the_harness_does():
     assert gone(pids["server"]) and gone(pids["grandchild"])
 
 
-def test_running_the_client_alone_prints_the_servers_tools():
-    done = subprocess.run([sys.executable, "mcp_client.py", TICKETS], cwd=ROOT, capture_output=True, text=True,
-                          timeout=10)
+def test_running_the_client_alone_prints_the_servers_tools_and_mcp_2026_07_28():
+    done = subprocess.run([sys.executable, "mcp_client.py", shlex.join(TICKETS)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=10)
     assert (done.returncode, done.stdout) == (0, (
-        "MCP 2025-11-25:\n"
+        "MCP 2026-07-28:\n"
         "get_ticket: Read one support ticket: its title, body, labels and version.\n"
         "propose_label: Propose one label for a ticket. Nothing is applied: a person reviews every proposal. "
         "expected_version is the version get_ticket showed; if the ticket changed since, read it again.\n"))
@@ -213,9 +244,9 @@ def test_running_the_client_alone_prints_the_servers_tools():
 
 @pytest.mark.skipif(not HAS_SDK, reason="the official MCP SDK is not installed: pip install -r "
                                         "tests/requirements.txt")
-def test_works_with_a_server_built_on_the_official_sdk(start):
-    server = start(shlex.join([sys.executable, str(ROOT / "tests" / "mcp_sdk_server.py")]), seconds=15)
-    assert server.version == "2025-11-25"
+def test_works_with_a_server_built_on_the_official_sdk_in_mcp_2026_07_28(start):
+    server = start([sys.executable, str(ROOT / "tests" / "mcp_sdk_server.py")], seconds=15)
+    assert server.version == "2026-07-28"
     assert [tool["name"] for tool in server.tools()] == ["add", "refuse"]
     assert server.call("add", {"a": 2, "b": 3}) == ("5", False)
     text, is_error = server.call("refuse", {"reason": "not today"})
@@ -225,10 +256,56 @@ def test_works_with_a_server_built_on_the_official_sdk(start):
 @pytest.mark.skipif(not (shutil.which("node") and EVERYTHING_BIN.exists()),
                     reason="node, or the reference server, is missing: the CI step in .ci/run installs "
                            "@modelcontextprotocol/server-everything into .ci/mcp-npm")
-def test_works_with_the_mcp_projects_reference_server(start):
-    server = start(shlex.join([str(EVERYTHING_BIN), "stdio"]), seconds=15)
+def test_works_with_the_mcp_projects_reference_server_in_mcp_2025_11_25(start):
+    """@modelcontextprotocol/server-everything 2026.8.31 answers server/discover with "Method not found": it speaks
+    the handshake only, and the client falls back to it."""
+    server = start([str(EVERYTHING_BIN), "stdio"], seconds=15)
     assert server.version == "2025-11-25"
     assert {"echo", "get-sum", "get-tiny-image"} <= {tool["name"] for tool in server.tools()}
     assert server.call("echo", {"message": "hello"}) == ("Echo: hello", False)
     assert server.call("get-sum", {"a": 2, "b": 3}) == ("The sum of 2 and 3 is 5.", False)
-    assert "\n[a part of type image]\n" in server.call("get-tiny-image", {})[0]
+    assert re.search(r"\n\[image: image/png, [\d,]+ bytes\]\n", server.call("get-tiny-image", {})[0])
+
+
+WINDOWS_PATHEXT = ".COM;.EXE;.BAT;.CMD"  # Windows' own values, given to command_argv() here on any system
+
+
+@pytest.fixture
+def windows_folders(tmp_path, monkeypatch):
+    """A current folder holding a planted npx.cmd (which must never run), and a folder of the search path holding
+    the real one; the search path as Windows' default has it, "." first, with that folder after."""
+    current, programs = tmp_path / "workspace", tmp_path / "nodejs"
+    for folder in (current, programs):
+        folder.mkdir()
+        (folder / "npx.cmd").write_text("@echo off\n")
+    monkeypatch.chdir(current)
+    return current, programs, f".;C:\\bin;{programs}"
+
+
+def test_on_windows_npx_is_the_npx_cmd_of_the_search_path_never_the_current_folders(windows_folders):
+    _, programs, path = windows_folders
+    assert command_argv("npx -y @modelcontextprotocol/server-everything", path, True, WINDOWS_PATHEXT) == [
+        str(programs / "npx.cmd"), "-y", "@modelcontextprotocol/server-everything"]
+    assert command_argv("npx.cmd stdio", path, True, WINDOWS_PATHEXT)[0] == str(programs / "npx.cmd")  # as named
+
+
+def test_on_windows_a_program_only_in_the_current_folder_is_not_found(windows_folders):
+    current, programs, _ = windows_folders
+    with pytest.raises(McpError, match=r"program 'npx' is in no folder of '\.;C:\\\\bin'"):
+        command_argv("npx -y pkg", ".;C:\\bin", True, WINDOWS_PATHEXT)
+    with pytest.raises(McpError, match="program 'npx' is in no folder"):  # "npx" alone is no program on Windows
+        (programs / "npx.cmd").rename(programs / "npx")
+        command_argv("npx -y pkg", f".;{programs}", True, WINDOWS_PATHEXT)
+
+
+def test_on_windows_words_are_split_at_spaces_outside_double_quotes(windows_folders):
+    line = r'"C:\Program Files\nodejs\node.exe" C:\servers\main.js --title="a b" "" it\'s'
+    assert command_argv(line, windows_folders[2], True, WINDOWS_PATHEXT) == [
+        r"C:\Program Files\nodejs\node.exe", r"C:\servers\main.js", "--title=a b", "", "it\\'s"]
+
+
+def test_elsewhere_words_are_split_as_the_shell_does_and_popen_finds_the_program():
+    assert command_argv("python 'my server.py' --name=\"a b\"", "/usr/bin", False) == [
+        "python", "my server.py", "--name=a b"]
+    with pytest.raises(McpError, match="cannot be split: No closing quotation"):
+        command_argv("python 'my server.py", "/usr/bin", False)

@@ -27,7 +27,7 @@ def client(load, servers):
     mcp_client, started = load("mcp_client"), []
 
     def start(command, deadline=None):
-        server = mcp_client.Server("test", f"{sys.executable} {command}", {}, None)
+        server = mcp_client.Server("test", [sys.executable, *command.split()], {}, None)
         started.append(server)
         return server.start(deadline if deadline is None else time.monotonic() + deadline)
 
@@ -61,12 +61,12 @@ def test_done_when_the_demo_proposes_the_label_offline(servers):
     assert "Nothing was applied" in done.stdout, done.stdout
 
 
-def test_the_client_shakes_hands_lists_and_calls(client):
-    """Server(name, command, env, stderr).start() does the handshake (server.version is the version agreed),
-    tools() lists every tool with its inputSchema, call() returns (text, is_error)."""
-    mcp_client, start = client
+def test_the_client_speaks_mcp_2026_07_28_lists_and_calls(client):
+    """Server(name, argv, env, stderr).start() asks server/discover: ticket_server.py speaks MCP 2026-07-28, so
+    server.version is that; tools() lists every tool with its inputSchema, call() returns (text, is_error)."""
+    _, start = client
     server = start("ticket_server.py")
-    assert server.version in mcp_client.PROTOCOL_VERSIONS
+    assert server.version == "2026-07-28", f"the client spoke MCP {server.version}"
     tools = {tool["name"]: tool for tool in server.tools()}
     assert set(tools) == {"get_ticket", "propose_label"} and "properties" in tools["get_ticket"]["inputSchema"]
     text, is_error = server.call("get_ticket", {"ticket_id": "DEMO-42"})
@@ -75,16 +75,19 @@ def test_the_client_shakes_hands_lists_and_calls(client):
     assert is_error is True and "version" in text
 
 
-def test_every_page_of_tools_is_listed(client):
-    """tools/list follows nextCursor to the last page."""
+def test_every_page_of_tools_is_listed_and_an_older_server_gets_the_handshake(client):
+    """tools/list follows nextCursor to the last page. mcp_servers.py answers server/discover with "Method not
+    found", as a server of MCP 2025-11-25 or older does: the client shakes hands, in 2025-11-25."""
     _, start = client
-    assert len(start("mcp_servers.py pages").tools()) == 6
+    server = start("mcp_servers.py pages")
+    assert server.version == "2025-11-25", f"the client spoke MCP {server.version}"
+    assert len(server.tools()) == 6
 
 
 @pytest.mark.parametrize("mode", ["exit", "not-json", "silent", "modern", "version=1999-01-01"])
-def test_a_server_that_fails_the_handshake_raises_mcp_error_in_time(client, mode):
+def test_a_server_that_fails_to_start_raises_mcp_error_in_time(client, mode):
     """A server that exits, writes what is not JSON, never answers, answers with an error, or speaks a version the
-    client does not: McpError, by the deadline, and nothing left running."""
+    client does not: McpError, by the deadline."""
     mcp_client, start = client
     began = time.monotonic()
     with pytest.raises(mcp_client.McpError):

@@ -1,8 +1,9 @@
 """Phase 11 (learner's version): a small MCP client, one tool server over stdio.
 
-Run:  python mcp_client.py python ticket_server.py   (starts the server, shakes hands, lists its tools)
-A Server is one process that speaks JSON-RPC, one message a line, on its stdin and stdout. start() does the
-handshake, tools() lists every page of tools, call() calls one and returns (text, is_error), close() ends it.
+Run:  python mcp_client.py python ticket_server.py   (starts the server, learns its MCP, lists its tools)
+A Server is one process that speaks JSON-RPC, one message a line, on its stdin and stdout. start() asks
+server/discover (MCP 2026-07-28) and shakes hands with an older server, tools() lists every page of tools, call()
+calls one and returns (text, is_error), close() ends it. command_argv() turns a command line into its words.
 A deadline is a time.monotonic() value, or None for "no deadline but TIMEOUT". Anything that goes wrong with
 the server itself (it will not start, exits, writes what is not JSON-RPC, is silent) raises McpError.
 """
@@ -18,7 +19,9 @@ import threading
 import time
 import weakref
 
-PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]  # the first is the one offered
+MODERN = "2026-07-28"  # the stateless MCP: version and capabilities in every request's _meta
+PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]  # with a handshake; the first offered
+PROBE = 10  # seconds to wait for server/discover before taking the server for an older one
 TIMEOUT = 30  # seconds one request may wait for its answer, whatever the deadline
 GRACE = 2  # seconds a server gets to exit after its stdin closes, before its group is killed
 MAX_WAITING = 100  # lines read ahead of the client: past this a flooding server waits
@@ -26,26 +29,72 @@ MAX_LINE = 1_000_000  # bytes of one line: the rest of an endless line is droppe
 WINDOWS = os.name == "nt"
 NEW_GROUP = ({"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if WINDOWS else {"start_new_session": True})
 CLIENT_INFO = {"name": "learner-harness", "version": "0.12"}
+META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientInfo": CLIENT_INFO,
+        "io.modelcontextprotocol/clientCapabilities": {}}
 ENDED = object()  # what read_lines() queues when the server's stdout closes
 
 
 class McpError(Exception):
     """The server failed: it did not start, exited, broke the protocol, answered with an error, or was silent."""
 
+    def __init__(self, message, code=None):
+        super().__init__(message)
+        self.code = code  # the JSON-RPC error code, when the server answered with an error
+
+
+def decoded_size(data):
+    """Bytes in base64 data, without decoding it."""
+    return len(data) * 3 // 4 - len(data) + len(data.rstrip("=")) if isinstance(data, str) else None
+
 
 def part_text(part):
-    """One content part as text: text as it is; an image, a sound or a link named."""
+    """One content part as text: text as it is; an image, a sound, a link or a file described in one line."""
     kind = part.get("type") if isinstance(part, dict) else None
     if kind == "text":
         return str(part.get("text", ""))
     if kind in ("image", "audio"):
-        return f"[{kind}: {part.get('mimeType', 'unknown type')}, not shown]"
+        return f"[{kind} {part.get('mimeType', 'of unknown type')}, {decoded_size(part.get('data'))} bytes]"
     if kind == "resource_link":
-        return f"[link: {part.get('name') or ''} {part.get('uri', '')}]".replace(": ]", "]")
+        return f"[resource link: {part.get('uri', part.get('name', ''))} ({part.get('mimeType', 'unknown type')})]"
     if kind == "resource":
         resource = part.get("resource") or {}
-        return resource["text"] if "text" in resource else f"[resource: {resource.get('uri', '')}]"
+        if "text" in resource:
+            return resource["text"]
+        return f"[resource {resource.get('uri', '')} ({resource.get('mimeType', 'unknown type')}), " \
+               f"{decoded_size(resource.get('blob'))} bytes]"
     return f"[a {kind or 'malformed'} part, not shown]"
+
+
+def command_argv(command, path, windows=WINDOWS, pathext=os.environ.get("PATHEXT", ".COM;.EXE;.BAT;.CMD")):
+    """The words of a command line, its program found in path's folders (never the current one); on Windows with
+    Windows' quoting and PATHEXT (npx is npx.cmd)."""
+    if not windows:
+        try:
+            return shlex.split(command)
+        except ValueError as error:
+            raise McpError(f"cannot split the MCP server command {command!r}: {error}") from None
+    words, word, quoted = [], None, False
+    for char in command:
+        if char == '"':
+            quoted, word = not quoted, word or ""
+        elif char in " \t" and not quoted:
+            if word is not None:
+                words.append(word)
+            word = None
+        else:
+            word = (word or "") + char
+    words += [word] if word is not None else []
+    if not words or "\\" in words[0] or "/" in words[0]:
+        return words
+    endings = [e.lower() for e in pathext.split(";") if e]
+    names = [words[0]] if os.path.splitext(words[0])[1].lower() in endings else [words[0] + e for e in endings]
+    for folder in path.split(";"):
+        if not os.path.isabs(folder):
+            continue  # ".": the current folder, whatever the path says
+        for name in names:
+            if os.path.isfile(os.path.join(folder, name)):
+                return [os.path.join(folder, name), *words[1:]]
+    raise McpError(f"no program {words[0]!r} in the folders of {path!r}")
 
 
 def read_lines(stream, lines):
@@ -118,18 +167,37 @@ class Server:
         self.close = weakref.finalize(self, stop, self.process, self.process.stdin)
         threading.Thread(target=read_lines, args=(self.process.stdout, self.lines), daemon=True).start()
         try:
-            result = self.request("initialize", {"protocolVersion": PROTOCOL_VERSIONS[0], "capabilities": {},
-                                                 "clientInfo": CLIENT_INFO}, deadline)
-            version = result.get("protocolVersion")
-            if version not in PROTOCOL_VERSIONS:
-                raise McpError(f"the MCP server {self.name!r} speaks protocol version {version!r}; this client "
-                               f"speaks {', '.join(PROTOCOL_VERSIONS)}")
-            self.version = version
-            self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            if not self.discover(deadline):
+                self.shake_hands(deadline)
         except McpError:
             self.close()
             raise
         return self
+
+    def discover(self, deadline):
+        """True when the server speaks MODERN; False for an older one (any error but -32022, or silence)."""
+        probe = time.monotonic() + PROBE
+        try:
+            result = self.request("server/discover", {"_meta": META}, probe if deadline is None else min(deadline,
+                                                                                                            probe))
+        except McpError as error:
+            if error.code == -32022:  # a modern server of versions this client does not speak
+                raise
+            return False
+        if MODERN in (result.get("supportedVersions") or []):
+            self.version = MODERN
+            return True
+        return False
+
+    def shake_hands(self, deadline):
+        result = self.request("initialize", {"protocolVersion": PROTOCOL_VERSIONS[0], "capabilities": {},
+                                             "clientInfo": CLIENT_INFO}, deadline)
+        version = result.get("protocolVersion")
+        if version not in PROTOCOL_VERSIONS:
+            raise McpError(f"the MCP server {self.name!r} speaks protocol version {version!r}; this client "
+                           f"speaks {MODERN}, {', '.join(PROTOCOL_VERSIONS)}")
+        self.version = version
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def tools(self, deadline=None):
         """Every tool the server offers, page after page: [{"name", "description", "inputSchema"}]."""
@@ -167,6 +235,8 @@ class Server:
         """Send one request and wait for the answer with its id, until the deadline or TIMEOUT; its result."""
         with self.lock:  # threads take turns: one request, one answer
             self.last_id = next(self.ids)
+            if self.version == MODERN:
+                params = {**params, "_meta": META}
             self.send({"jsonrpc": "2.0", "id": self.last_id, "method": method, "params": params})
             while True:
                 message = self.receive(method, deadline)
@@ -179,9 +249,10 @@ class Server:
         if "error" in message:
             error = message["error"]
             words = error.get("message", error) if isinstance(error, dict) else error
-            raise McpError(f"the MCP server {self.name!r} answered {method} with an error: {shorter(words)}")
+            raise McpError(f"the MCP server {self.name!r} answered {method} with an error: {shorter(words)}",
+                           error.get("code") if isinstance(error, dict) else None)
         result = message.get("result")
-        if not isinstance(result, dict):
+        if not isinstance(result, dict) or result.get("resultType", "complete") != "complete":
             raise McpError(f"the MCP server {self.name!r} answered {method} with no result object: "
                            f"{shorter(message)}")
         return result
@@ -236,7 +307,7 @@ def main(argv):
         print("usage: python mcp_client.py COMMAND [ARGS...]   (for example: python ticket_server.py)",
               file=sys.stderr)
         return 2
-    command = [sys.executable if argv[0] == "python" else argv[0], *argv[1:]]
+    command = [sys.executable if argv[0] == "python" else argv[0], *argv[1:]]  # the shell split it
     env = {name: os.environ[name] for name in ("PATH", "HOME", "LANG", "SYSTEMROOT") if name in os.environ}
     try:
         server = Server(os.path.splitext(os.path.basename(argv[-1]))[0], command, env).start(time.monotonic() + 60)
