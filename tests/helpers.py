@@ -14,9 +14,35 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import demo_model  # noqa: E402, F401 (tests import it from here)
+import pytest  # noqa: E402
 
 # Variables that would point a child process at a real provider: never inherited by tests.
 PROVIDER_VARS = ("GROQ_API_KEY", "OPENAI_API_KEY", "API_KEY", "BACKEND", "MODEL", "BASE_URL")
+
+
+def bubblewrap_problem():
+    """Why bubblewrap cannot run commands here, in one line, or "" when it can."""
+    found = shutil.which("bwrap")
+    if not sys.platform.startswith("linux") or not found:
+        return "bubblewrap is not installed here (Debian and Ubuntu: sudo apt install bubblewrap)"
+    done = subprocess.run([found, "--ro-bind", "/", "/", "--unshare-all", "true"], capture_output=True, text=True)
+    return f"bubblewrap cannot start here: {done.stderr.strip()}" if done.returncode else ""
+
+
+BUBBLEWRAP_MISSING = bubblewrap_problem()
+needs_bubblewrap = pytest.mark.skipif(bool(BUBBLEWRAP_MISSING), reason=BUBBLEWRAP_MISSING)
+
+
+def path_without_bubblewrap(folder):
+    """A PATH holding every program of this one but bwrap (links in folder/bin-without-bwrap): the machine of a
+    learner who has no bubblewrap."""
+    bare = Path(folder) / "bin-without-bwrap"
+    bare.mkdir(exist_ok=True)
+    for entry in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        for program in Path(entry).iterdir() if os.path.isdir(entry) else []:
+            if program.name != "bwrap" and not (bare / program.name).exists():
+                (bare / program.name).symlink_to(program)
+    return str(bare)
 
 
 def checkpoints():

@@ -34,18 +34,21 @@ SECRET_NAMES = ("*.env", "*.env[!a-z]*", ".envrc", "id_rsa*", "id_dsa*", "id_ecd
 SECRET_FOLDERS = (".ssh", ".gnupg", ".aws", ".azure", "gcloud", ".kube", ".docker", ".git")
 NOT_SECRET = (".env.example", ".env.sample", ".env.template")  # templates, with empty values
 # What a credential holds, whatever its file is called: a private key block (ssh-keygen, openssl, gpg, a cloud
-# service account's JSON); a token by the prefix its issuer documents (Groq, OpenAI, Anthropic, GitHub, GitLab,
-# Slack, Vault, npm, PyPI, Hugging Face, Databricks, AWS, Google); a URL with a password in it; a password or token
-# line (.netrc, .pgpass, .my.cnf, .pypirc, .npmrc, hosts.yml, ~/.aws/credentials, a kubeconfig): its value mixes
-# letters and digits, so code that names a password (password = input()) is not one.
+# service account's JSON, a kubeconfig's client-key-data); a token by the prefix its issuer documents (Groq,
+# OpenAI, Stripe, GitHub, GitLab, Slack, Vault, npm, PyPI, Hugging Face, Databricks, AWS, Google); a URL with a
+# password in it; a database password file's line (.pgpass: host:port:db:user:password).
 CREDENTIALS = re.compile(
-    rb"(?P<key>-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----)"
+    rb"(?P<key>-----BEGIN [A-Z ]*PRIVATE KEY[A-Z ]*-----[\s\S]{0,200}?[A-Za-z0-9+/]{40}|LS0tLS1CRUdJTi[\w+/]{40})"
     rb"|(?P<token>\b(?:gsk_|sk-|sk_live_|ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|glpat-|xox[abprs]-|hvs\.|npm_|pypi-|"
-    rb"hf_|dapi|AKIA|ASIA|AIza)[A-Za-z0-9_\-]{16,})"
-    rb"|(?P<url>\b[a-z][a-z0-9+.-]*://[^\s/:@]+:[^\s/@]{3,}@)"
-    rb"|(?P<line>(?i:pass(?:word|wd)?|pwd|secret|token|api_?key|access_?key|private_?key|client_?key|auth)"
-    rb"[\w.-]*['\"]?(?:\s*[:=>]\s*|\s+)['\"]?(?=[^\s'\"<]*\d)(?=[^\s'\"<]*[A-Za-z])[^\s'\"<>$(){}\[\],;]{8,})"
+    rb"hf_|dapi|AKIA|ASIA|AIza)[\w-]{16,})"
+    rb"|(?P<url>://[^\s/:@]+:[^\s/@]{3,}@)"
     rb"|(?P<pgpass>^[^:\s]+:(?:\d+|\*):[^:\s]+:[^:\s]+:\S{6,}$)", re.M)
+# A password or token line, in lower case (.netrc, .my.cnf, .pypirc, .npmrc, hosts.yml, ~/.aws/credentials, a
+# kubeconfig, a .env under any name): a name ending in one of these words, then a value of 8 or more characters
+# mixing letters and digits, so that code naming a password (password = input()) is not one.
+VALUE = rb"[^\s'\"<>$(){}\[\],;]"
+PASSWORD_LINE = re.compile(rb"(?P<line>(?:pass(?:word|wd)?|pwd|secret|token|key|auth)['\"]?(?:\s*[:=>]\s*|\s+)['\"]?"
+                           rb"(?=" + VALUE + rb"*\d)(?=" + VALUE + rb"*[a-z])" + VALUE + rb"{8,})")
 MAX_READ = 10_000_000  # bytes of a file the secret rules read, all a tool reads of it: a longer file asks to be run on
 # Programs that only read, and the options each may take without asking; "=" marks an option that takes a
 # value. Their other words are files, checked like read_file's paths, except echo's words and grep's pattern.
@@ -127,7 +130,7 @@ def is_secret(path):
 
 def holds_secret(policy, full):
     """What a file holds that is a secret, by its content, or "" (for a folder too): the value of a secret the
-    harness knows, or a credential (CREDENTIALS). Each version of a file is read once.
+    harness knows, or a credential (CREDENTIALS, PASSWORD_LINE). Each version of a file is read once.
     Example: a file holding "-----BEGIN OPENSSH PRIVATE KEY-----" -> "a private key" """
     try:
         stat = os.stat(full)
@@ -145,7 +148,7 @@ def judged(path, inode, size, modified, secrets):
     except OSError:
         return ""
     known = next((name for value, name in secrets if value.encode() in data), None)
-    found = CREDENTIALS.search(data)
+    found = CREDENTIALS.search(data) or PASSWORD_LINE.search(data.lower())
     kind = {"key": "a private key", "token": "an API token", "url": "a URL with a password",
             "line": "a password or token", "pgpass": "a password"}
     return f"the value of {known}" if known else kind[found.lastgroup] if found else ""
@@ -185,7 +188,7 @@ def sealed(policy):
     harness's own places in it and every repository's .git (they run later, outside any sandbox); hidden: every
     file that holds a secret, by name or by content, which they may not even read."""
     ws, skip = policy.workspace, (Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve())  # Python's, read-only
-    read_only, hidden = [place for place in policy.own if place.is_relative_to(ws)], []
+    read_only, hidden = list(dict.fromkeys(place for place in policy.own if place.is_relative_to(ws))), []
     for folder, folders, files in os.walk(ws):
         folders[:] = [name for name in folders if Path(folder, name) not in skip and name != "objects"]
         read_only += [Path(folder, name) for name in folders + files if name == ".git"]

@@ -381,20 +381,22 @@ def start_servers(settings, commands, trusted):
     that no server's tool takes the name of ours or of another server's."""
     policy = settings.policy
     for command in commands:
-        name, _, command = command.partition("=") if re.match(r"[A-Za-z0-9_-]+=", command) else ("", "", command)
+        given, _, command = command.partition("=") if re.match(r"[\w-]+=", command) else ("", "", command)
         path = os.pathsep.join([os.path.dirname(sys.executable), guards.search_path(policy.workspace)])  # our python
         argv = command_argv(command, path)
-        name = re.sub(r"[^A-Za-z0-9_-]", "_", name or Path(argv[0]).stem)[:20]  # its own, or its program's
-        name += str(len(settings.servers)) if any(s.name == name for s, _ in settings.servers) else ""
         log = tempfile.TemporaryFile()  # what it writes on stderr, for the trace
         boxed = shell.sandboxed(argv, policy, policy.write, network=True) if policy.sandbox else argv
-        server = Server(name, boxed, shell.environment(path), log)
+        server = Server(given or Path(argv[0]).stem, boxed, shell.environment(path), log)
         settings.servers.append((server, log))
         server.start(settings.deadline)
+        name = given or str(server.info.get("name") or server.name).rsplit("/", 1)[-1]  # the name it gives itself
+        name = re.sub(r"[^\w-]", "_", name, flags=re.A)[:20]  # what the APIs take in a tool's name
+        taken = any(other.name == name for other, _ in settings.servers[:-1])
+        server.name = name + (str(len(settings.servers)) if taken else "")
         for tool in server.tools(settings.deadline):
-            full = re.sub(r"[^A-Za-z0-9_-]", "_", f"{name}__{tool['name']}")[:64]  # what the APIs take as a name
+            full = re.sub(r"[^\w-]", "_", f"{server.name}__{tool['name']}", flags=re.A)[:64]
             settings.tools[full] = {"function": None, "decide": partial(decide_mcp, server, tool["name"],
-                                                                        name in trusted),
+                                                                        server.name in trusted),
                                     "description": f"From the MCP server {name}: {tool['description']}",
                                     "parameters": tool["inputSchema"]}
 

@@ -41,6 +41,7 @@ class Server:
 
     def __init__(self, name, argv, env, stderr):
         self.name, self.version, self.last_id, self.lock = name, None, 0, threading.Lock()
+        self.info = {}  # what the server says of itself: {"name": "ticket-server", "version": "1.0"}
         self.inbox = queue.Queue(MAX_WAITING)
         try:
             self.process = subprocess.Popen(argv, env=env, stderr=stderr, stdin=subprocess.PIPE,
@@ -62,6 +63,7 @@ class Server:
         if not isinstance(found.get("supportedVersions"), list) or MODERN not in found["supportedVersions"]:
             return self.shake_hands(deadline)
         self.version = MODERN  # from now on, every request carries META
+        self.info = (found.get("_meta") or {}).get("io.modelcontextprotocol/serverInfo") or {}
         return self
 
     def shake_hands(self, deadline):
@@ -71,7 +73,7 @@ class Server:
         if result.get("protocolVersion") not in HANDSHAKE_VERSIONS:
             raise McpError(f"the MCP server {self.name!r} speaks MCP {result.get('protocolVersion')!r}, and "
                            f"this client {', '.join((MODERN, *HANDSHAKE_VERSIONS))}")
-        self.version = result["protocolVersion"]
+        self.version, self.info = result["protocolVersion"], result.get("serverInfo") or {}
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return self
 

@@ -1,79 +1,135 @@
-"""Phase 3, the sandbox: what a command can reach is decided by the operating system. Each check runs your
-harness from the command line with --yes against the scripted model, so that what the model asks really runs,
-and reads what came back to the model: no write outside, no network, the harness's own files unchanged, no
-process left, no secret value in any result. Without bubblewrap, the sandbox checks skip and say why."""
+"""Phase 3, the sandbox: what a command can reach is decided by the operating system, and a boundary is a place.
+Each check runs your harness from the command line against the scripted model, as lesson 3's attack table does,
+and judges the outcome: what came back to the model, the files, the processes. With bubblewrap the attacks run
+under --yes; without it (simulated by a PATH that has no bwrap) the same attacks are asked about and declined.
+Without bubblewrap on this machine, the checks that need it skip and say why."""
+import base64
 import os
-import shutil
 import subprocess
 import time
 
 import pytest
-from helpers import groq_env, run_python, running_commands, scripted_backend
+from helpers import (BUBBLEWRAP_MISSING, clean_env, groq_env, needs_bubblewrap, path_without_bubblewrap, run_python,
+                     running_commands, scripted_backend)
 
 PHASE = 3
 FILES = ("backend.py", "guards.py", "harness.py", "shell.py", "tools.py")
 SECRET = "sk-live-0123456789abcdef"
 
 
-def bubblewrap_works():
-    if not shutil.which("bwrap"):
-        return False
-    done = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--unshare-all", "true"], capture_output=True)
-    return done.returncode == 0
-
-
-needs_bubblewrap = pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap is not installed here, or cannot "
-                                      "start (Debian and Ubuntu: sudo apt install bubblewrap)")
-
-
 @pytest.fixture
-def project(workspace):
-    """The harness's folder as the workspace (as in the quick start), holding its .env with a secret, a copy of
-    that secret under a name no list knows, and a note."""
+def project(workspace, tmp_path):
+    """A folder someone handed you, beside the harness's own (whose .env holds a secret): a copy of that secret
+    under a name no list knows, a credential file named for what it is not, a note, and a repository."""
     (workspace / ".env").write_text(f"MY_SERVICE_TOKEN={SECRET}\n")
-    (workspace / "notes.bak").write_text(f"old token: {SECRET}\n")
-    (workspace / "notes.txt").write_text("keep me\n")
-    return workspace
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "notes.bak").write_text(f"old token: {SECRET}\n")
+    (project / "db.txt").write_text("db.example.com:5432:app:admin:Wr0ngH0rseBattery\n")
+    (project / "notes.txt").write_text("keep me\n")
+    return project
 
 
-def results(project, server, *commands, args=("--yes",), input=""):
-    """Run one scripted turn of run_shell calls through `python harness.py ARGS`; return the results the model
-    got, in order, and what the harness printed."""
+def turn(code, server, *commands, args=("--yes",), input=""):
+    """One scripted turn of run_shell calls through `python harness.py ARGS`, run in the harness's folder; the
+    results the model got, in order, and what the harness printed."""
     server.push({"tool_calls": [{"name": "run_shell", "arguments": {"command": c}, "id": f"c{n}"}
                                 for n, c in enumerate(commands)]}, "done")
-    done = run_python(project, "harness.py", *args, "Do it", env=groq_env(server), input=input)
+    done = run_python(code, "harness.py", *args, "Do it", env=groq_env(server), input=input)
     assert done.returncode == 0, f"the run should answer (exit 0).\n{done.stdout}{done.stderr}"
     sent = server.requests[-1]["body"]["messages"]
     return [m["content"] for m in sent if m["role"] == "tool"][-len(commands):], done
 
 
-def test_no_result_carries_a_secret_the_harness_knows(project, server):
-    """The values in the harness's .env, and its API key, are masked in every result, under any name the file has:
-    a copy, a glob, the environment of a process."""
-    found, _ = results(project, server, "cat notes.bak", "cat .e*", "cat /proc/$PPID/environ",
-                       "grep -r token . 2>/dev/null")
-    assert not any(SECRET in r for r in found), found
-    assert "[secret MY_SERVICE_TOKEN]" in found[0], f"a masked value is replaced by its name: {found[0]!r}"
+def carries(result, secret):
+    """True when a result holds the secret in any form a command could make of it: as it is, reversed, in base64,
+    or a character a line."""
+    joined = "".join(line.strip() for line in result.splitlines())
+    return any(form in text for form in (secret, secret[::-1], base64.b64encode(secret.encode()).decode())
+               for text in (result, joined))
+
+
+@needs_bubblewrap
+def test_no_command_reaches_a_secret_in_any_form(workspace, project, server):
+    """A file that holds a secret the harness knows, or a credential by its content, is hidden from every command,
+    and refused when named: no copy, glob, transformation or process environment brings its value back."""
+    found, _ = turn(workspace, server, "cat notes.bak", "base64 n*.bak", "grep -o -e . notes.bak", "rev *.bak",
+                    "cat db.txt", "cat /proc/$PPID/environ /proc/1/environ", "env", "ls",
+                    args=("--yes", "--workspace", str(project)))
+    assert not any(carries(r, SECRET) or carries(r, "Wr0ngH0rseBattery") for r in found), found
+    assert found[0].startswith("error:") and "secret" in found[0], f"`cat notes.bak` names a secret: {found[0]}"
+    assert "notes.bak" in found[-1] and "notes.txt" in found[-1], "the files are listed; only their secrets hide"
+
+
+def test_read_file_refuses_a_file_by_what_it_holds(workspace, project, server, load):
+    """read_file refuses a file whose content holds a secret the harness knows, or a credential's form (here a
+    database password line), whatever the file is called; the error says it holds a secret."""
+    server.push({"tool_calls": [{"name": "read_file", "arguments": {"path": p}, "id": f"c{n}"}
+                                for n, p in enumerate(["notes.bak", "db.txt", "notes.txt"])]}, "done")
+    done = run_python(workspace, "harness.py", "--workspace", str(project), "Do it", env=groq_env(server))
+    found = [m["content"] for m in server.requests[-1]["body"]["messages"] if m["role"] == "tool"][-3:]
+    assert all(r.startswith("error:") and "secret" in r for r in found[:2]), found
+    assert not any(carries(r, SECRET) or carries(r, "Wr0ngH0rseBattery") for r in found), found
+    assert found[2].startswith("keep me"), done.stderr
 
 
 @pytest.mark.parametrize("command", ["cat .env", "cp .env copy.txt", "grep TOKEN .env", 'cat .e""nv'])
-def test_a_command_naming_a_secret_is_refused_whoever_approves(project, server, command):
+def test_a_command_naming_a_secret_is_refused_whoever_approves(workspace, server, command):
     """A command with a word that names a secret file is refused even under --yes: its result starts with error:
     and says secret."""
-    found, _ = results(project, server, command)
+    found, _ = turn(workspace, server, command)
     assert found[0].startswith("error:") and "secret" in found[0], found
-    assert not (project / "copy.txt").exists()
+    assert not (workspace / "copy.txt").exists()
 
 
-def test_commands_get_only_the_variables_they_need(project, server, monkeypatch):
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["bubblewrap", "no-sandbox"])
+def test_the_harness_home_is_one_read_only_place(workspace, server, sandboxed, monkeypatch):
+    """The workspace is the harness's own folder (the quick start's): under --yes no command changes its code,
+    adds a module it would import (json.py) or a .env, or moves it; with bubblewrap the sandbox holds, without it
+    each command is asked, and a piped nothing declines."""
+    if sandboxed and BUBBLEWRAP_MISSING:
+        pytest.skip(BUBBLEWRAP_MISSING)
+    if not sandboxed:
+        monkeypatch.setenv("PATH", path_without_bubblewrap(workspace.parent))
+    before = {p.name: p.read_bytes() for p in workspace.iterdir() if p.is_file()}
+    turn(workspace, server, "echo 'import os' >> tools.py", "echo 'x = 1' > json.py",
+         "printf 'BASE_URL=http://evil.example/v1\\n' > .env.local", "mv harness.py h.py && touch harness.py")
+    assert {p.name: p.read_bytes() for p in workspace.iterdir() if p.is_file()} == before
+
+
+@needs_bubblewrap
+def test_a_home_inside_the_workspace_cannot_be_moved_or_replaced(workspace, server, tmp_path):
+    """The workspace holds the harness's folder: an approved command can change the rest, but cannot change,
+    move or replace the harness's folder, nor a folder on the way to it."""
+    outer = workspace.parent
+    name = workspace.name
+    found, _ = turn(workspace, server, "touch made.txt", f"mv {name} old && mkdir {name}",
+                    f"echo x > {name}/tools.py", args=("--yes", "--workspace", str(outer)))
+    assert (outer / "made.txt").exists() and (workspace / "harness.py").exists(), found
+    assert not (outer / "old").exists() and "x" != (workspace / "tools.py").read_text().strip(), found
+
+
+@needs_bubblewrap
+def test_a_repository_s_git_is_read_only_to_commands(workspace, project, server):
+    """What runs later outside any sandbox stays as it was: an approved `git config core.fsmonitor ...` cannot
+    change the workspace's .git, and the workspace's other files can still change."""
+    env = clean_env(GIT_CONFIG_GLOBAL=os.devnull)
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True, env=env)
+    config = (project / ".git" / "config").read_text()
+    found, _ = turn(workspace, server, "git config core.fsmonitor 'touch pwned'", "touch made.txt",
+                    args=("--yes", "--workspace", str(project)))
+    assert (project / ".git" / "config").read_text() == config and (project / "made.txt").exists(), found
+
+
+def test_commands_get_only_the_variables_they_need(workspace, server, monkeypatch):
     """The environment a command gets holds no API key and no variable off the list, whatever it is called."""
     monkeypatch.setenv("DATABASE_URL", "postgres://me:hunter2hunter2@db/app")
     monkeypatch.setenv("LANG", "C.UTF-8")
-    found, _ = results(project, server, "env")
+    found, _ = turn(workspace, server, "env", args=("--yes", "--sandbox", "off"))
     assert "LANG=C.UTF-8" in found[0] and "hunter2" not in found[0] and "gsk_test" not in found[0], found[0]
 
 
-def test_a_command_and_all_it_started_end_with_its_timeout(project, server, load):
+def test_a_command_and_all_it_started_end_with_its_timeout(workspace, server, load):
     """A command past shell.TIMEOUT is stopped with everything it started, and its result says it timed out;
     output past MAX_OUTPUT stops it too."""
     load("shell").TIMEOUT = 1
@@ -83,61 +139,61 @@ def test_a_command_and_all_it_started_end_with_its_timeout(project, server, load
     load("harness").run("Do it", backend=scripted_backend(server), approve=lambda question: True)
     found = [m["content"] for m in server.requests[-1]["body"]["messages"] if m["role"] == "tool"]
     assert time.monotonic() - started < 15, "the command should stop at TIMEOUT"
-    assert "timed out" in found[0] and "stopped" in found[1] and len(found[1]) < 6000, found
+    assert "timed out" in found[0], f"the first result should say `timed out`: {found[0]!r}"
+    assert "stopped" in found[1], f"the second result should say `stopped`: {found[1][:200]!r}"
+    assert len(found[1]) < 6000, f"a result keeps KEEP bytes of output, not {len(found[1])} characters"
     time.sleep(0.5)
     assert running_commands("sleep 51.5") == [], "a process the command started is still running"
 
 
 @needs_bubblewrap
-def test_an_approved_command_writes_only_the_workspace_and_reaches_no_network(project, server):
+def test_an_approved_command_writes_only_the_workspace_and_reaches_no_network(workspace, project, server):
     """--sandbox workspace-write (the default): an approved command may change the workspace, and nothing outside
     it; it sees nothing outside it but the system's programs, and it has no network."""
     marker = f"made-{os.getpid()}"
     (project.parent / "neighbour.txt").write_text("not yours\n")
-    found, _ = results(project, server, "touch inside.txt", f"touch ../{marker}", f"touch /tmp/{marker}",
-                       "bash -c 'echo > /dev/tcp/127.0.0.1/%d' && echo connected" % server.port,
-                       "cat ../neighbour.txt")
+    found, _ = turn(workspace, server, "touch inside.txt", f"touch ../{marker}", f"touch /tmp/{marker}",
+                    "bash -c 'echo > /dev/tcp/127.0.0.1/%d' && echo connected" % server.port,
+                    "cat ../neighbour.txt", args=("--yes", "--workspace", str(project)))
     assert (project / "inside.txt").exists(), found[0]
     assert not (project.parent / marker).exists() and not os.path.exists(f"/tmp/{marker}"), found
     assert "connected" not in found[3] and "not yours" not in found[4], found
 
 
 @needs_bubblewrap
-def test_read_only_means_nothing_is_written(project, server):
+def test_read_only_means_nothing_is_written(workspace, project, server):
     """--sandbox read-only: an approved command writes nothing, not even in the workspace."""
-    found, _ = results(project, server, "touch made.txt", args=("--yes", "--sandbox", "read-only"))
+    found, _ = turn(workspace, server, "touch made.txt",
+                    args=("--yes", "--sandbox", "read-only", "--workspace", str(project)))
     assert not (project / "made.txt").exists(), found
 
 
-@needs_bubblewrap
-def test_the_harness_own_files_cannot_be_changed(project, server):
-    """With the workspace the harness's own folder, no command changes its code: tools.py stays as it was."""
-    before = (project / "tools.py").read_bytes()
-    found, _ = results(project, server, "echo 'print(1)' >> tools.py", "rm -f harness.py")
-    assert (project / "tools.py").read_bytes() == before and (project / "harness.py").exists(), found
-
-
-@needs_bubblewrap
-def test_nothing_a_command_started_outlives_it(project, server):
-    """A process the command left in the background, even in a session of its own, is gone when it returns."""
-    found, _ = results(project, server, "sleep 71.5 > /dev/null 2>&1 &", "setsid sleep 72.5 > /dev/null 2>&1 &")
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["bubblewrap", "no-sandbox"])
+def test_nothing_a_command_started_outlives_it(workspace, project, server, sandboxed, monkeypatch):
+    """A process the command left in the background, even in a session of its own, is gone when it returns: with
+    bubblewrap its own process numbers end them; without it (--sandbox off) the harness ends what comes back to
+    it."""
+    if sandboxed and BUBBLEWRAP_MISSING:
+        pytest.skip(BUBBLEWRAP_MISSING)
+    if not sandboxed:
+        monkeypatch.setenv("PATH", path_without_bubblewrap(project))
+    seconds = f"7{os.getpid() % 10}.{time.monotonic_ns() % 10**6}"  # this test's own: others may run beside it
+    found, _ = turn(workspace, server, f"sleep {seconds} > /dev/null 2>&1 &",
+                    f"setsid sleep {seconds} > /dev/null 2>&1 & (setsid sh -c 'sleep {seconds} &' &)",
+                    args=("--yes", "--workspace", str(project), *([] if sandboxed else ["--sandbox", "off"])))
     time.sleep(0.5)
-    assert running_commands("sleep 71.5") == [] and running_commands("sleep 72.5") == [], found
+    assert running_commands(f"sleep {seconds}") == [], found
 
 
-def test_without_a_sandbox_one_line_says_so_and_yes_asks(project, server, monkeypatch):
+def test_without_a_sandbox_one_line_says_so_and_yes_asks(workspace, project, server, monkeypatch):
     """No bubblewrap (here: PATH without it): one line on stderr starts with `note: no sandbox`, and --yes does not
     approve a command; `--sandbox off` says you accept that, and --yes approves again."""
-    bare = project / "bare-path"
-    bare.mkdir()
-    for program in ("sh", "touch", "ls", "cat", "env"):
-        if shutil.which(program):
-            (bare / program).symlink_to(shutil.which(program))
-    monkeypatch.setenv("PATH", str(bare))
-    found, done = results(project, server, "touch made.txt")
+    monkeypatch.setenv("PATH", path_without_bubblewrap(project))
+    found, done = turn(workspace, server, "touch made.txt", args=("--yes", "--workspace", str(project)))
     notes = [line for line in done.stderr.splitlines() if line.startswith("note: no sandbox")]
     assert len(notes) == 1 and not (project / "made.txt").exists() and "declined" in found[0], (
         f"one note, and the command asked and declined; the model got {found}; stderr: {done.stderr}")
-    found, done = results(project, server, "touch made.txt", args=("--yes", "--sandbox", "off"))
+    found, done = turn(workspace, server, "touch made.txt",
+                       args=("--yes", "--sandbox", "off", "--workspace", str(project)))
     assert (project / "made.txt").exists() and "note: no sandbox" not in done.stderr, (
         f"with --sandbox off and --yes, `touch made.txt` should run; the model got {found}; stderr: {done.stderr}")

@@ -1,7 +1,8 @@
 """Phase 4, contracts: every call is held to its tool's schema before anything runs, and a call that breaks it
 gets an error that shows the right shape; the schemas and the functions agree; read_file pages and says how to
 read on; write_file writes only what a person approved as a diff, and never the harness's own files. Checked
-through check_call(), problem(), the tools, the loop and what the offline model receives."""
+through check_call(), problem(), the tools (called with a guards.policy()), the loop and what the offline model
+receives."""
 import inspect
 import json
 
@@ -14,12 +15,20 @@ TOOLS_ONLY = ("guards.py", "shell.py", "tools.py")  # the tests of tools.py alon
 PYTHON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object", list: "array"}
 
 
+@pytest.fixture
+def project(tmp_path):
+    """A workspace apart from the harness's own folder, where writes may happen."""
+    (tmp_path / "project").mkdir()
+    return tmp_path / "project"
+
+
 def drift(tools):
     """Every way a hand-written schema disagrees with its function: names, required, types, defaults."""
     problems = []
     for tool in tools.TOOLS:
         name, schema = tool["function"]["name"], tool["function"]["parameters"]
-        params = inspect.signature(tools.REGISTRY[name]).parameters
+        params = dict(inspect.signature(tools.REGISTRY[name]["function"]).parameters)
+        params.pop("policy", None)  # the run's policy comes first; the rest is the model's
         properties, required = schema.get("properties", {}), set(schema.get("required", []))
         if set(params) != set(properties):
             problems.append(f"{name}: the function takes {sorted(params)}, the schema lists {sorted(properties)}")
@@ -38,8 +47,8 @@ def drift(tools):
 
 @pytest.mark.files(*TOOLS_ONLY)
 def test_schemas_and_functions_agree(load):
-    """Each schema in TOOLS lists its function's arguments with the same names, types (the annotations), required
-    ones and defaults; REGISTRY and TOOLS name the same four tools."""
+    """Each schema in TOOLS lists its function's arguments (after policy) with the same names, types (the
+    annotations), required ones and defaults; REGISTRY and TOOLS name the same four tools."""
     tools = load("tools")
     assert drift(tools) == [], "\n".join(drift(tools))
     assert set(tools.REGISTRY) == {tool["function"]["name"] for tool in tools.TOOLS} == {
@@ -71,9 +80,9 @@ def test_a_bad_call_is_refused_with_what_is_wrong_and_the_right_shape(load, name
     if name in tools.REGISTRY:
         assert "Call it as {" in message, f"end the error with the right shape: {message!r}"
         shape = json.loads(message.split("Call it as ", 1)[1])
-        required = tools.SCHEMAS[name].get("required", [])
-        assert set(required) <= set(shape), f"the shape should show every required argument: {shape}"
-        assert tools.problem(shape, tools.SCHEMAS[name]) is None, f"the shape itself should be a good call: {shape}"
+        schema = tools.REGISTRY[name]["parameters"]
+        assert set(schema.get("required", [])) <= set(shape), f"the shape should show every required argument: {shape}"
+        assert tools.problem(shape, schema) is None, f"the shape itself should be a good call: {shape}"
 
 
 @pytest.mark.files(*TOOLS_ONLY)
@@ -89,9 +98,10 @@ def test_a_good_call_passes_with_the_defaults_filled_in(load):
 @pytest.mark.files(*TOOLS_ONLY)
 def test_problem_checks_any_schema_and_a_bool_is_no_integer(load):
     """problem(value, schema) is None for a value that fits, else a sentence: types (a bool is no integer, an
-    integer is a number), enum, required and unexpected keys, and array items, at any depth."""
+    integer is a number, a list of types, null), enum, required keys, unexpected keys where additionalProperties
+    is false (JSON schema takes them otherwise), and array items, at any depth."""
     problem = load("tools").problem
-    person = {"type": "object", "required": ["name"], "properties": {
+    person = {"type": "object", "required": ["name"], "additionalProperties": False, "properties": {
         "name": {"type": "string"}, "age": {"type": "integer"}, "mood": {"type": "string", "enum": ["ok", "bad"]},
         "tags": {"type": "array", "items": {"type": "string"}},
         "home": {"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}}}}
@@ -106,6 +116,10 @@ def test_problem_checks_any_schema_and_a_bool_is_no_integer(load):
                       ({**good, "extra": 1}, "extra"), ({"age": 1}, "name")]:
         said = problem(bad, person)
         assert isinstance(said, str) and word in said, f"problem({bad}) should name {word!r}, said {said!r}"
+    open_person = {key: value for key, value in person.items() if key != "additionalProperties"}
+    assert problem({**good, "extra": 1}, open_person) is None, "without additionalProperties: false, extras are fine"
+    assert problem(None, {"type": ["string", "null"]}) is None and problem("a", {"type": ["string", "null"]}) is None
+    assert isinstance(problem(1, {"type": ["string", "null"]}), str), "1 is neither a string nor null"
 
 
 @pytest.mark.parametrize("bad", [{}, {"path": "notes.txt", "encoding": "utf-8"}, {"path": "notes.txt", "offset": "1"},
@@ -127,76 +141,77 @@ def test_done_when_a_malformed_call_gets_an_error_and_the_next_call_succeeds(wor
     assert result.stdout.splitlines()[-1] == "The notes say: the notes.", result.stdout
 
 
-def test_done_when_the_demo_model_fixes_its_write_from_the_error(workspace):
-    """Offline: `python harness.py 'Write "hello" to notes.txt'`: the demo model's first write says "text"
-    instead of "content", reads the error, and its second call writes the file once you say y."""
-    result = run_python(workspace, "harness.py", 'Write "hello" to notes.txt', input="y\n", env={"BACKEND": "demo"})
+def test_done_when_the_demo_model_fixes_its_write_from_the_error(workspace, project):
+    """Offline: `python harness.py --workspace DIR 'Write "hello" to notes.txt'`: the demo model's first write says
+    "text" instead of "content", reads the error, and its second call writes the file once you say y."""
+    result = run_python(workspace, "harness.py", "--workspace", str(project), 'Write "hello" to notes.txt',
+                        input="y\n", env={"BACKEND": "demo"})
     assert result.returncode == 0, result.stderr
     first, second = result.stdout.splitlines()[:2]
     assert first.startswith("[1] write_file") and '"text"' in first, first
     assert second.startswith("[2] write_file") and '"content"' in second, second
-    assert (workspace / "notes.txt").read_text() == "hello\n", "the approved write should make notes.txt"
+    assert (project / "notes.txt").read_text() == "hello\n", "the approved write should make notes.txt"
 
 
 @pytest.mark.files(*TOOLS_ONLY)
 def test_read_file_pages_and_says_how_to_read_on(load, workspace):
     """read_file(path) gives PAGE_LINES lines, then the line "[lines 1-200 of 500; call read_file with
     offset=201 to read on]"; offset and limit pick any page; the last page has no such line."""
-    tools = load("tools")
+    tools, policy = load("tools"), load("guards").policy()
     (workspace / "big.txt").write_text("".join(f"line {n}\n" for n in range(1, 501)))
-    first = tools.read_file("big.txt")
+    first = tools.read_file(policy, "big.txt")
     assert first.startswith("line 1\n") and "line 200\n" in first and "line 201" not in first, first[-200:]
     assert first.splitlines()[-1] == "[lines 1-200 of 500; call read_file with offset=201 to read on]", \
         f"the last line should say how to read on: {first.splitlines()[-1]!r}"
-    assert [line for line in tools.read_file("big.txt", offset=11, limit=2).splitlines() if line] == [
+    assert [line for line in tools.read_file(policy, "big.txt", offset=11, limit=2).splitlines() if line] == [
         "line 11", "line 12", "[lines 11-12 of 500; call read_file with offset=13 to read on]"]
-    assert tools.read_file("big.txt", offset=401).rstrip("\n").endswith("line 500"), "the last page ends the file"
+    assert tools.read_file(policy, "big.txt", offset=401).rstrip("\n").endswith("line 500"), "the last page ends the file"
 
 
 @pytest.mark.files(*TOOLS_ONLY)
 def test_an_offset_out_of_range_is_an_error(load, workspace):
     """offset or limit below 1 is a BadCall; an offset past the end is a ToolError saying how many lines there are."""
-    tools = load("tools")
+    tools, policy = load("tools"), load("guards").policy()
     (workspace / "small.txt").write_text("one\ntwo\nthree\n")
     for bad in ({"offset": 0}, {"limit": 0}):
         with pytest.raises(tools.BadCall):
-            tools.read_file("small.txt", **bad)
+            tools.read_file(policy, "small.txt", **bad)
     with pytest.raises(load("guards").ToolError) as caught:
-        tools.read_file("small.txt", offset=9)
+        tools.read_file(policy, "small.txt", offset=9)
     assert "3" in str(caught.value), f"say how many lines the file has: {caught.value}"
 
 
 @pytest.mark.files(*TOOLS_ONLY)
 def test_every_page_fits_in_max_chars(load, workspace):
     """Long lines and long files are cut so that a page, its last line included, fits in MAX_CHARS."""
-    tools = load("tools")
+    tools, policy = load("tools"), load("guards").policy()
     (workspace / "wide.txt").write_text(("x" * 99 + "\n") * 100)
     (workspace / "one.txt").write_text("y" * (tools.MAX_CHARS * 3))
-    for page in (tools.read_file("wide.txt"), tools.read_file("one.txt")):
+    for page in (tools.read_file(policy, "wide.txt"), tools.read_file(policy, "one.txt")):
         assert len(page) <= tools.MAX_CHARS and page.startswith(page[0] * 50), len(page)
-    assert "offset=" in tools.read_file("wide.txt").splitlines()[-1], "a page cut by MAX_CHARS says how to read on"
+    assert "offset=" in tools.read_file(policy, "wide.txt").splitlines()[-1], "a page cut by MAX_CHARS says how to read on"
 
 
 @pytest.mark.files(*TOOLS_ONLY)
 def test_a_huge_file_is_scanned_no_further_than_max_scan(load, workspace):
-    """A file longer than MAX_SCAN bytes is not read to its end: its line count says "or more"."""
-    tools = load("tools")
+    """A file longer than guards.MAX_READ bytes is not read to its end: its line count says "or more"."""
+    tools, policy = load("tools"), load("guards").policy()
     with open(workspace / "huge.txt", "w") as file:
-        file.write(("z" * 99 + "\n") * (tools.MAX_SCAN // 100 + 5000))
-    page = tools.read_file("huge.txt", limit=1)
+        file.write(("z" * 99 + "\n") * (load("guards").MAX_READ // 100 + 5000))
+    page = tools.read_file(policy, "huge.txt", limit=1)
     assert page.startswith("z" * 99 + "\n") and "or more" in page.splitlines()[-1], page[-200:]
 
 
-def test_a_declined_write_leaves_the_file_byte_for_byte(load, workspace, server):
+def test_a_declined_write_leaves_the_file_byte_for_byte(load, project, server):
     """Before a write, the person sees the change: a summary line, the diff, and the summary again; a no leaves
     the file exactly as it was and comes back to the model as an error saying it was declined."""
     original = b"line one\r\nline two\n\xff not utf-8\n"
-    (workspace / "data.txt").write_bytes(original)
+    (project / "data.txt").write_bytes(original)
     server.push({"tool_calls": [{"name": "write_file", "arguments": {"path": "data.txt", "content": "new\n"}}]}, "ok")
     questions = []
-    answer = answer_of(load("harness").run("Change it", backend=scripted_backend(server),
-                                           approve=lambda q: questions.append(q)))
-    assert answer == "ok" and (workspace / "data.txt").read_bytes() == original, "a no must leave the file as it was"
+    answer = answer_of(load("harness").run("Change it", backend=scripted_backend(server), approve=questions.append,
+                                           policy=load("guards").policy(project)))
+    assert answer == "ok" and (project / "data.txt").read_bytes() == original, "a no must leave the file as it was"
     assert len(questions) == 1, questions
     lines = questions[0].splitlines()
     assert lines[0] == lines[-1] and lines[0].startswith("Write data.txt: ") and "+new" in lines, questions[0]
@@ -204,54 +219,59 @@ def test_a_declined_write_leaves_the_file_byte_for_byte(load, workspace, server)
     assert told.startswith("error:") and "declined" in told, told
 
 
-def test_an_approved_write_makes_exactly_the_change_shown(load, workspace, server):
+def test_an_approved_write_makes_exactly_the_change_shown(load, project, server):
     """A yes writes exactly the content the diff showed, byte for byte, no newline added."""
-    (workspace / "data.txt").write_text("alpha\nbeta\ngamma\n")
+    (project / "data.txt").write_text("alpha\nbeta\ngamma\n")
     new = "alpha\nBETA\ngamma\ndelta"
     server.push({"tool_calls": [{"name": "write_file", "arguments": {"path": "data.txt", "content": new}}]}, "ok")
     shown = []
-    load("harness").run("Change it", backend=scripted_backend(server), approve=lambda q: shown.append(q) or True)
-    assert (workspace / "data.txt").read_bytes() == new.encode(), "write exactly the content, no newline added"
+    load("harness").run("Change it", backend=scripted_backend(server), approve=lambda q: shown.append(q) or True,
+                        policy=load("guards").policy(project))
+    assert (project / "data.txt").read_bytes() == new.encode(), "write exactly the content, no newline added"
     assert "-beta" in shown[0] and "+BETA" in shown[0] and "+delta" in shown[0], shown[0]
 
 
 @pytest.mark.files(*TOOLS_ONLY)
-def test_the_question_is_made_safe_and_a_long_diff_is_cut(load, workspace):
-    """write_question() puts every line through guards.shown (an escape or a carriage return is spelled out),
-    shows at most DIFF_LINES lines of diff while the summary counts them all, and no diff at all for a file of
-    more than MAX_DIFF_LINES lines."""
-    tools = load("tools")
-    question = tools.write_question("trap.txt", "ok\x1b[2J\rgone\n")
+def test_the_question_is_made_safe_and_a_long_diff_is_cut(load, project):
+    """write_question(policy, path, content) is built by guards.question(): every line spelled out (an escape or a
+    carriage return shown as \\x1b, \\r), the summary first and last, counting every line; guards.fit() cuts it to
+    the screen, head and tail, saying how many lines it hid; a file of more than MAX_DIFF_LINES lines gets no diff."""
+    tools, guards = load("tools"), load("guards")
+    policy = guards.policy(project)
+    question = tools.write_question(policy, "trap.txt", "ok\x1b[2J\rgone\n")
     assert "\x1b" not in question and "\r" not in question and "\\x1b" in question, repr(question)
-    (workspace / "long.txt").write_text("".join(f"old {n}\n" for n in range(300)))
-    question = tools.write_question("long.txt", "".join(f"new {n}\n" for n in range(300)))
+    (project / "long.txt").write_text("".join(f"old {n}\n" for n in range(300)))
+    question = tools.write_question(policy, "long.txt", "".join(f"new {n}\n" for n in range(300)))
     lines = question.splitlines()
     assert lines[0] == lines[-1] and "+300" in lines[0] and "-300" in lines[0], lines[0]
-    assert len(lines) <= tools.DIFF_LINES + 3, f"{len(lines)} lines: show at most DIFF_LINES of the diff"
-    huge = tools.write_question("long.txt", "x\n" * (tools.MAX_DIFF_LINES + 1))
+    screen = guards.fit(question, 24, 80).splitlines()
+    assert len(screen) <= 24 and screen[0] == lines[0] and screen[-1] == lines[-1], screen
+    assert any("hidden" in line and str(len(lines) - 23) in line for line in screen), screen
+    huge = tools.write_question(policy, "long.txt", "x\n" * (tools.MAX_DIFF_LINES + 1))
     assert "@@" not in huge and "long.txt" in huge, huge[:300]
 
 
 @pytest.mark.parametrize("path, reason", [("../escape.txt", "outside the workspace"), (".env", "secret")])
-def test_writes_obey_the_workspace_boundary_before_anyone_is_asked(load, workspace, server, path, reason):
+def test_writes_obey_the_workspace_boundary_before_anyone_is_asked(load, project, server, path, reason):
     """A write outside the workspace or to a secret file is refused before any question."""
     server.push({"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": "x"}}]}, "ok")
     asked = []
-    load("harness").run("Write", backend=scripted_backend(server), approve=lambda q: asked.append(q) or True)
+    load("harness").run("Write", backend=scripted_backend(server), approve=lambda q: asked.append(q) or True,
+                        policy=load("guards").policy(project))
     assert asked == [], f"refuse before asking anyone; asked {asked}"
-    assert not (workspace.parent / "escape.txt").exists() and not (workspace / ".env").exists()
+    assert not (project.parent / "escape.txt").exists() and not (project / ".env").exists()
     told = server.requests[-1]["body"]["messages"][-1]["content"]
     assert told.startswith("error:") and reason in told, told
 
 
-def test_the_harness_never_writes_its_own_files(workspace, server):
-    """The workspace is the harness's own folder: an approved write to harness.py is refused, and the file is
-    left as it was (harness.main puts the harness's files in shell.PROTECTED)."""
-    before = (workspace / "harness.py").read_bytes()
-    server.push({"tool_calls": [{"name": "write_file", "arguments": {"path": "harness.py", "content": "x = 1\n"}}]},
-                "ok")
-    result = run_python(workspace, "harness.py", "--yes", "Rewrite harness.py", env=groq_env(server), input="y\n")
+@pytest.mark.parametrize("path", ["harness.py", "json.py", "notes.txt"])
+def test_the_harness_never_writes_its_own_folder(workspace, server, path):
+    """The workspace is the harness's own folder: an approved write is refused there, to its code, a new module it
+    would import (json.py), or any other file (writable() refuses the whole of guards.HOME); nothing changes."""
+    before = sorted(p.name for p in workspace.iterdir()), (workspace / "harness.py").read_bytes()
+    server.push({"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": "x = 1\n"}}]}, "ok")
+    result = run_python(workspace, "harness.py", "--yes", "Write it", env=groq_env(server), input="y\n")
     assert result.returncode == 0, result.stderr
-    assert (workspace / "harness.py").read_bytes() == before, "harness.py was changed"
+    assert (sorted(p.name for p in workspace.iterdir()), (workspace / "harness.py").read_bytes()) == before
     told = server.requests[-1]["body"]["messages"][-1]["content"]
-    assert told.startswith("error:"), told
+    assert told.startswith("error:") and "harness" in told, told
