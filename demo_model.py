@@ -50,14 +50,12 @@ MAX_LINE = 65536                # longest chunk-size line read from a chunked re
 KEEP_REQUESTS = 100             # server.requests keeps the last this many when run from the command line
 MAX_DEPTH = 8                   # nesting followed when filling a JSON schema (schemas can refer to themselves)
 KNOWN_TOOLS = ("run_shell", "list_dir", "read_file", "write_file")  # the harness's tools
-# The harness's compaction (phase 12): it asks "Sum up the work so far..." as the last user message, and puts the
-# answer back as a user message that starts with SUMMARY_MARK. The demo answers such a request with summary(), even
-# in scripted mode, and reads the calls a summary lists as calls made.
-SUMMARY_ASK = "Sum up the work so far"
-SUMMARY_MARK = "[The earlier work, summed up]"
-SUMMARY_LINE = re.compile(r"^- (\S+) (\{.*?\}): (.*)$", re.M)
-CLEARED_FIRST_LINE = re.compile(r"the first line of which was '(.*)'; call it again")
-SUMMARY_CHARS = 160  # of a result's first line, kept in a summary
+# Summing up (phase 12). A careful model asked to sum up its work ("Sum up the work so far...", or any request
+# that begins by asking to sum up or summarise) writes what it found, and later carries on from that summary in
+# whatever words the harness wraps it: the demo finds its own summary's lines in any message, never a marker.
+SUMMING_UP = re.compile(r"^\W*(please\W+)?(sum\s+up|summari[sz]e)\b", re.IGNORECASE)
+SUMMARY_LINE = re.compile(r"^- (\S+) (\{.*?\}):(?: (.*))?$", re.M)  # - read_file {"path": "a.txt"}: a fact
+SUMMARY_CHARS = 160  # of a line kept in a summary
 GROQ_DOCS = "https://console.groq.com/docs/"
 OPENAI_REFERENCE = "https://platform.openai.com/docs/api-reference."
 KEEP_ALIVE = ": keep-alive\n\n"  # an SSE comment line: clients skip it
@@ -974,8 +972,10 @@ def reported(task, done):
 
 def final_answer(task, done, skipped):
     keywords = keywords_of(task)
-    paragraphs = [DESCRIBE[name](args, result, keywords) if name in DESCRIBE
-                  else f"{name} returned: {result.strip()[:300]}" for name, args, result in reported(task, done)]
+    paragraphs = [f"From my summary, {name} {json.dumps(args)}: {result}" if isinstance(result, Remembered)
+                  else DESCRIBE[name](args, result, keywords) if name in DESCRIBE
+                  else f"{name} returned: {result.strip()[:300]}" for name, args, result in reported(task, done)
+                  if result or not isinstance(result, Remembered)]  # a call the summary kept nothing of: no news
     paragraphs += [f"There is no {path} in the listing, so I did not read it." for path in skipped]
     return "\n\n".join(paragraphs)
 
@@ -1041,36 +1041,76 @@ def fitting_tool(tools):
 
 
 def situation(body):
-    """The task (the last user message that is no summary), the calls made so far with their results (those a
-    summary lists included), and the tools offered (name -> parameters schema)."""
+    """The task, the calls made so far with their results (first those only a summary in the conversation lists,
+    with what it kept of them), and the tools offered (name -> parameters schema)."""
     messages = body.get("messages") or []
-    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"
-             and not text_of(m.get("content")).startswith(SUMMARY_MARK)]
-    task = text_of(users[-1].get("content")) if users else ""
     tools = {tool["function"]["name"]: tool["function"].get("parameters") or {} for tool in body.get("tools") or []}
-    return task, summarized(messages) + tool_history(messages), tools
+    history = tool_history(messages)
+    made = [(name, args) for name, args, _ in history]
+    return task_of(messages), [c for c in summarized(messages) if c[:2] not in made] + history, tools
+
+
+def task_of(messages):
+    """The task: the last user message that is no summary. Example: [task, a summary] -> the task's text"""
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user" and not is_summary(m)]
+    return text_of(users[-1].get("content")) if users else ""
+
+
+def is_summary(message):
+    """Whether a message holds the lines of a summary the model wrote, whatever words the harness put around it
+    and whatever its role (a tool's result is something read, not the model's own summary)."""
+    return isinstance(message, dict) and message.get("role") != "tool" and \
+        SUMMARY_LINE.search(text_of(message.get("content"))) is not None
+
+
+def asks_to_sum_up(messages):
+    """Whether the last message asks the model to sum up its work: a user message, after some work, that begins
+    by asking to sum up or summarise, names no file ("Summarize notes.txt" is a task) and is no summary itself."""
+    asked = messages[-1] if messages and isinstance(messages[-1], dict) else {}
+    text = text_of(asked.get("content"))
+    worked = any(isinstance(m, dict) and m.get("role") == "assistant" for m in messages)
+    return asked.get("role") == "user" and worked and bool(SUMMING_UP.search(text)) and \
+        not file_names(prose(text)) and not is_summary(asked)
+
+
+class Remembered(str):
+    """A call's result as a summary kept it: only the lines it kept, maybe none."""
 
 
 def summarized(messages):
-    """The calls an earlier summary lists, as tool_history() gives them: [(name, arguments dict, result), ...]."""
-    done = []
-    for m in messages:
-        if isinstance(m, dict) and m.get("role") == "user" and text_of(m.get("content")).startswith(SUMMARY_MARK):
-            for name, arguments, result in SUMMARY_LINE.findall(text_of(m.get("content"))):
-                done.append((name, parse_arguments(arguments), result))
-    return done
+    """The calls the summaries in the conversation list, with the lines each kept: [(name, arguments, text), ...]."""
+    kept = {}
+    for message in filter(is_summary, messages):
+        for name, arguments, line in SUMMARY_LINE.findall(text_of(message["content"])):
+            lines = kept.setdefault((name, json.dumps(parse_arguments(arguments))), [])
+            if line and line not in lines:
+                lines.append(line)
+    return [(name, json.loads(arguments), Remembered("\n".join(lines))) for (name, arguments), lines in kept.items()]
+
+
+def kept_lines(task, arguments, result):
+    """The lines of a result a summary keeps: those that hold a word the task asks about; when none does, the first
+    line of a call the task names, or of an error. Example: "Read a.txt, then tell me the code word", {"path":
+    "a.txt"}, "x\nThe code word is EMU.\ny" -> ["The code word is EMU."]"""
+    keywords = keywords_of(task)
+    found = [line.strip() for line in result.splitlines() if any(k in line.lower() for k in keywords)]
+    named = any(isinstance(value, str) and value in task for value in arguments.values())
+    if not found and (named or is_error(result)):
+        found = result.strip().splitlines()[:1]
+    return list(dict.fromkeys(found))[:MAX_MATCHES]
 
 
 def summary(messages):
-    """What a model asked to sum up its work says: the task, and each call made with the first line of what it
-    returned (a cleared result's first line is in its placeholder), so that no fact of a first line is lost."""
-    users = [text_of(m.get("content")) for m in messages if isinstance(m, dict) and m.get("role") == "user"]
-    task = next((u for u in users if not u.startswith((SUMMARY_MARK, SUMMARY_ASK))), "")
-    lines = [f"Task: {task}", "Done so far:"]
+    """What a careful model asked to sum up its work writes, from the text it was sent and nothing else: the task,
+    then each call made with the lines of its result the task needs (kept_lines()); the calls an earlier summary
+    lists keep what it kept. Example: -> "Task: ...\nThe calls made, with what the task needs from them:\n
+    - read_file {"path": "a.txt"}: The code word is EMU.\n- read_file {"path": "b.txt"}:" """
+    task = task_of(messages[:-1])
+    lines = [f"Task: {task}", "The calls made, with what the task needs from them:"]
     for name, arguments, result in summarized(messages[:-1]) + tool_history(messages):
-        cleared = CLEARED_FIRST_LINE.search(result)
-        first = cleared.group(1) if cleared else (result.strip().splitlines() or [""])[0]
-        lines.append(f"- {name} {json.dumps(arguments)}: {first[:SUMMARY_CHARS]}")
+        found = result.splitlines() if isinstance(result, Remembered) else kept_lines(task, arguments, result)
+        call = f"- {name} {json.dumps(arguments)}:"
+        lines += [f"{call} {line[:SUMMARY_CHARS]}" for line in found] or [call]
     return "\n".join(dict.fromkeys(lines))  # a call listed by two summaries is listed once
 
 
@@ -1387,10 +1427,7 @@ def chat_reply(server, body, groq):
         return error(400, "property 'model' is missing", param="model")
     if model not in server.models:
         return model_not_found(model)
-    asked = body["messages"][-1] if isinstance(body.get("messages"), list) and body["messages"] else {}
-    asked_to_sum_up = isinstance(asked, dict) and asked.get("role") == "user" and \
-        text_of(asked.get("content")).startswith(SUMMARY_ASK)
-    if asked_to_sum_up:
+    if isinstance(body.get("messages"), list) and asks_to_sum_up(body["messages"]):
         return validate(body, groq) or {"content": summary(body["messages"])}  # scripted or not: the demo sums up
     return validate(body, groq) or server.next_reply() or {"policy": True}
 

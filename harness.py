@@ -45,12 +45,14 @@ FINAL_TOOL = "final_answer"  # the tool a model gives an answer with a shape to
 # the words of an output schema that problem() checks, or that change nothing, each in its shape; others are refused
 SCHEMA_WORDS = {"type": str, "properties": dict, "required": list, "items": dict, "enum": list, "description": str,
                 "title": str, "default": object, "examples": list, "additionalProperties": bool}
-CONTEXT_TOKENS = 8000  # the conversation's size, estimated, past which its older part is cleared, then summed up
+CONTEXT_TOKENS = 8000  # the conversation's size, estimated, past which its older part is summed up and cleared
 # (Groq's free tier lets a key send 8,000 tokens a minute to openai/gpt-oss-120b: a bigger request fails whole)
 RECENT = 0.25  # the share of the budget that the latest turns, kept as they are, may fill (the last one always)
-CLEARED = 300  # characters: a longer old tool result becomes a placeholder
-SUMMARY = ("Sum up the work so far for yourself, to carry on from it: the task, every fact you found that the task "
-           "needs (names, numbers, exact values), and what is left to do. Answer in words; call no tool.")
+SUMMARY = ("Sum up the work so far for yourself, to carry on from it: the task, every call you made with its "
+           "arguments, every fact you found that the task needs (names, numbers, exact values), and what is left "
+           "to do. Answer in words; call no tool.")
+CLEARED = ("[Earlier turns, summed up below. Their results were cleared to save room; make a call again to see its "
+           "result: {calls}]")  # the summary takes their place; {calls} names each call whose result went
 SAME_CALL_LIMIT = 3  # the same call in this many turns in a row: the model is told; once more and the run stops
 EXIT_CODES = {"answered": 0, "provider_error": 1, "output_error": 1, "internal_error": 1, "step_limit": 3,
               "tool_call_limit": 3, "token_limit": 3, "deadline": 3, "repeated": 3, "incomplete": 4,
@@ -316,10 +318,10 @@ def size(messages):
 
 def compact(settings, result):
     """Keep what this run adds to the conversation under settings.limits.context_tokens, in big steps and rarely,
-    so that the prefix a provider cached survives between them. Past the budget, every older tool result longer
-    than CLEARED becomes a placeholder that says how to get it again; if that leaves more than half the budget,
-    the model sums up the older part, and its summary takes that part's place. The system message, the task and
-    the latest turns (as many as fit in RECENT of the budget) stay as they are; every tool call keeps its answer."""
+    so that the prefix a provider cached survives between them. Past the budget, the model first sums up the work
+    from its full text; then the turns before the latest ones (as many as fit in RECENT of the budget) give way to
+    one message: CLEARED, naming each call whose result went, to make again, and the summary. The system message
+    and the task stay as they are; every tool call keeps its answer, or leaves with it."""
     messages, budget, (counted, tokens) = result.messages, settings.limits.context_tokens, result.measured
     result.measured = (len(messages), tokens + size(messages[max(counted, settings.task_at + 1):]))  # the new
     if not budget or result.measured[1] <= budget:
@@ -329,22 +331,23 @@ def compact(settings, result):
         return
     recent = next((n for n in turns[1:] if size(messages[n:]) <= budget * RECENT), turns[-1])
     older, before = range(settings.task_at + 1, recent), result.measured[1]
-    calls = {call["id"]: call["function"] for m in messages for call in m.get("tool_calls") or []}
-    for n in older:
-        if messages[n]["role"] == "tool" and len(messages[n]["content"]) > CLEARED:
-            call, text = calls.get(messages[n]["tool_call_id"], {}), messages[n]["content"]
-            messages[n] = {**messages[n], "content": f"[cleared to save room: {call.get('name')} "
-                           f"{call.get('arguments')} returned {len(text)} characters, the first line of which was "
-                           f"{text.splitlines()[0][:100] if text.strip() else ''!r}; call it again to see it all]"}
-    if size(messages[settings.task_at + 1:]) > budget // 2:
-        response = within(settings.deadline, "the model", partial(
-            chat, [*messages[:older.stop], {"role": "user", "content": SUMMARY}], tools_for(settings), settings.backend,
-            note, None, {"tool_choice": "none"}))
-        count(result, response, messages[:older.stop])
-        summary = response.choices[0].message.content or "(the model gave no summary)"
-        messages[older.start:older.stop] = [{"role": "user", "content": f"[The earlier work, summed up]\n{summary}"}]
+    summary = sum_up(settings, result, messages[:recent])  # first: what goes is summed up from its full text
+    calls = [f"{call['function']['name']} {call['function']['arguments']}"
+             for message in messages[older.start:older.stop] for call in message.get("tool_calls") or []]
+    cleared = CLEARED.format(calls="; ".join(calls) or "none")
+    messages[older.start:older.stop] = [{"role": "user", "content": f"{cleared}\n{summary}"}]
     result.measured = (len(messages), size(messages[settings.task_at + 1:]))
     settings.trace.record("compact", step=result.steps, tokens_before=before, tokens_after=result.measured[1])
+
+
+def sum_up(settings, result, messages):
+    """The model's summary of these messages, asked with SUMMARY, no tool call allowed. They are the last request,
+    or its start, so the provider has them cached, and the request is hardly bigger than the last."""
+    asked = [*messages, {"role": "user", "content": SUMMARY}]
+    response = within(settings.deadline, "the model", partial(chat, asked, tools_for(settings), settings.backend,
+                                                               note, None, {"tool_choice": "none"}))
+    count(result, response, asked)
+    return response.choices[0].message.content or "(the model gave no summary)"
 
 
 def run_tools(settings, result, calls):

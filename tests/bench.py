@@ -2,6 +2,7 @@
 
 Run:  python tests/bench.py                            (half a minute a run; not part of the test suite)
       python tests/bench.py --code phases/08-streaming   (the same figures for another checkpoint)
+      python tests/bench.py --figure 6                   (one figure only: here the 50-step run of phase 12)
 Every timed figure is the median of several runs and a ratio of two things measured side by side in the same
 run, so a busy machine slows both sides alike; figure 6 counts tokens, the same in every run. The model is the
 offline one, scripted to answer at once.
@@ -20,13 +21,18 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from cases import CASES
 from helpers import ROOT, clean_env, copy_code, demo_model
 
 CODE = ROOT  # the code measured; --code changes it
 
 STEPS = 200  # tool-call steps in the long run
 CONTEXT_STEPS = 20  # steps of the context-growth run
-LONG_STEPS = 50  # steps of the run with and without context management (phase 12 on)
+LONG_STEPS = 50  # steps of the run with and without context management (phase 12 on): the case below
+LONG_CASE = "a_fact_from_step_3_survives_wordless_calls"  # in tests/cases.py
+# OpenAI's prices for gpt-5-mini (the openai backend's model), dollars a million prompt tokens, not cached and
+# cached, from developers.openai.com/api/docs/pricing: a cached prompt token costs a tenth.
+PRICES = {"prompt": 0.25, "cached": 0.025}
 USAGE = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
 
 
@@ -213,30 +219,78 @@ def context(harness, tools, workspace):
 
 
 def managed(harness, workspace):
-    """6. A 50-step run that reads a file of about 4,000 characters at each step, with the whole conversation
-    resent (no budget) and under the default budget: prompt tokens in all, those the server had not cached, and
-    whether the note read at step 1 is still in the last request. Tokens, not time: one run of each tells."""
-    (workspace / "fact.txt").write_text("The code word is PELICAN.\n")
-    for n in range(1, LONG_STEPS - 1):
-        (workspace / f"log{n}.txt").write_text("".join(f"{n}: line {i} of a log the task reads\n" for i in range(110)))
-    reads = ["fact.txt", *(f"log{n}.txt" for n in range(1, LONG_STEPS - 1))]
-    script = [{"tool_calls": [{"name": "read_file", "arguments": {"path": path}}]} for path in reads] + ["done"]
+    """6. The scripted case LONG_CASE, run here with and without a budget: 50 steps, each reading a log of about
+    3,700 characters, whose tool calls carry no words of their own; the log of step 3 holds the code word the task
+    asks for, on a line in its middle; the offline model answers last, from what the last request holds. For the
+    whole conversation resent (no budget) and under the default budget: prompt tokens, those not cached, the
+    prompt's bill at PRICES, and whether the answer has the code word. Tokens, not time: one run of each tells."""
+    case = CASES[LONG_CASE]
+    for name, text in case["write"].items():
+        (workspace / name).write_text(text)
     figures = []
     for budget in (None, harness.CONTEXT_TOKENS):
-        with demo_model.start(script=script) as server:
-            result = harness.run("Read fact.txt, then every log", backend=backend_for(server.url),
+        with demo_model.start(script=case["script"]) as server:
+            result = harness.run(case["task"], backend=backend_for(server.url),
                                  limits=harness.Limits(LONG_STEPS + 5, LONG_STEPS + 5, context_tokens=budget))
             assert result.status == "answered", (result.status, result.error)
-            kept = "PELICAN" in json.dumps(server.requests[-1]["body"]["messages"])
         usage = result.usage
-        figures.append((usage["prompt_tokens"], usage["prompt_tokens"] - usage["cached_tokens"], kept))
+        uncached = usage["prompt_tokens"] - usage["cached_tokens"]
+        bill = (uncached * PRICES["prompt"] + usage["cached_tokens"] * PRICES["cached"]) / 1e6
+        figures.append((usage["prompt_tokens"], uncached, bill, case["expect"]["answer"] in result.answer))
     return figures
+
+
+# Each timed figure: what one run of it measures, as (name, value) pairs; the median of the runs is shown.
+MEASURE = {
+    1: lambda harness, tools, backend, workspace: [
+        *zip(("whole", "growth", "raw_growth", "own_growth"), long_run(harness, workspace)),
+        *zip(("sdk_ms", "raw_ms"), client_cost(backend, workspace))],
+    2: lambda harness, tools, backend, workspace: [("parallel", parallel(harness))],
+    3: lambda harness, tools, backend, workspace: [("cold", cold_start())],
+    4: lambda harness, tools, backend, workspace: [*zip(("flood_mb", "flood_ratio", "flood_s"), flood(workspace))],
+    5: lambda harness, tools, backend, workspace: [("context", context(harness, tools, workspace))],
+}
+
+
+def timed_rows(figure, median, shell):
+    """The rows of a timed figure: (name, measured, target, ok)."""
+    return {
+        1: [("1. per-step cost, 200 steps", f"{median['whole']:.2f} x the raw HTTP loop", "<= 1.5",
+             median["whole"] <= 1.5),
+            ("   last 20 steps / first 20", f"{median['growth']:.2f} x (the raw loop's: {median['raw_growth']:.2f} x)",
+             "<= 1.25 x the raw loop's", median["growth"] <= 1.25 * median["raw_growth"]),
+            ("   harness's own CPU, the same", f"{median['own_growth']:.2f} x (its CPU time beyond the raw loop's)",
+             "<= 2", median["own_growth"] <= 2)],
+        2: [("2. 4 parallel calls of 0.5 s", f"{median['parallel']:.2f} x a turn of one such call", "<= 1.25",
+             median["parallel"] <= 1.25)],
+        3: [("3. harness.py --help", f"{median['cold']:.2f} x import openai", "<= 0.25", median["cold"] <= 0.25)],
+        4: [("4. output flood (`yes`)", f"{median['flood_mb']:.0f} MB peak, {median['flood_ratio']:.2f} x a quiet "
+                                        f"run, result in {median['flood_s']:.2f} s", "< 100 MB, timeout + 1 s",
+             median["flood_mb"] < 100 and median["flood_s"] <= shell.TIMEOUT + 1)],
+        5: [("5. context after 20 big reads", f"{median['context']:.2f} x (20 x MAX_CHARS + overhead)", "<= 1",
+             median["context"] <= 1)],
+    }[figure]
+
+
+def context_rows(budget, naive, budgeted):
+    """The rows of figure 6: each run's prompt tokens, those not cached and their bill, then the ratios."""
+    tokens, bill = budgeted[0] / naive[0], budgeted[2] / naive[2]
+    return [
+        ("6. 50 steps, whole conversation", f"{naive[0]:,} prompt tokens, {naive[1]:,} not cached, ${naive[2]:.4f}",
+         "", True),
+        (f"   budget {budget:,} tokens", f"{budgeted[0]:,} prompt tokens, {budgeted[1]:,} not cached, "
+                                        f"${budgeted[2]:.4f}", "", True),
+        ("   the budget's / the whole's", f"{tokens:.2f} x the tokens, {bill:.2f} x the bill; step 3's fact "
+                                        f"answered: {'yes' if budgeted[3] else 'no'}", "<= 0.3, <= 0.6, yes",
+         tokens <= 0.3 and bill <= 0.6 and budgeted[3])]
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="runs per figure; the median is shown (default 5)")
     parser.add_argument("--code", type=Path, default=ROOT, help="the folder whose harness.py is measured")
+    parser.add_argument("--figure", type=int, choices=range(1, 7), metavar="N",
+                        help="measure figure N only, 1 to 6 (default: every figure; 6 needs phase 12 on)")
     args = parser.parse_args()
     if not (args.code / "harness.py").exists():
         parser.error(f"--code {args.code}: there is no harness.py there")
@@ -255,49 +309,28 @@ def main():
         import tools
         if shell.sandbox_problem():  # as harness.py does: where bubblewrap cannot run, commands run without it
             shell.SANDBOX = None
+        timed = [n for n in MEASURE if args.figure in (None, n)]
         figures = {}  # name: its value in each run
-        for run in range(args.runs):
+        for run in range(args.runs if timed else 0):
             with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):  # the harness's [step] lines
-                values = [*zip(("whole", "growth", "raw_growth", "own_growth"), long_run(harness, workspace)),
-                          ("parallel", parallel(harness)), ("context", context(harness, tools, workspace))]
-            values += [("cold", cold_start()), *zip(("flood_mb", "flood_ratio", "flood_s"), flood(workspace)),
-                       *zip(("sdk_ms", "raw_ms"), client_cost(backend, workspace))]
+                values = [pair for n in timed for pair in MEASURE[n](harness, tools, backend, workspace)]
             for name, value in values:
                 figures.setdefault(name, []).append(value)
             print(f"run {run + 1} of {args.runs} done", file=sys.stderr)
         median = {name: statistics.median(values) for name, values in figures.items()}
-        if hasattr(harness, "CONTEXT_TOKENS"):
+        rows = [row for n in timed for row in timed_rows(n, median, shell)]
+        if args.figure in (None, 6) and hasattr(harness, "CONTEXT_TOKENS"):
             with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
-                naive, budgeted = managed(harness, workspace)
-    rows = [
-        ("1. per-step cost, 200 steps", f"{median['whole']:.2f} x the raw HTTP loop", "<= 1.5", median["whole"] <= 1.5),
-        ("   last 20 steps / first 20", f"{median['growth']:.2f} x (the raw loop's: {median['raw_growth']:.2f} x)",
-         "<= 1.25 x the raw loop's", median["growth"] <= 1.25 * median["raw_growth"]),
-        ("   harness's own CPU, the same", f"{median['own_growth']:.2f} x (its CPU time beyond the raw loop's)",
-         "<= 2", median["own_growth"] <= 2),
-        ("2. 4 parallel calls of 0.5 s", f"{median['parallel']:.2f} x a turn of one such call", "<= 1.25",
-         median["parallel"] <= 1.25),
-        ("3. harness.py --help", f"{median['cold']:.2f} x import openai", "<= 0.25", median["cold"] <= 0.25),
-        ("4. output flood (`yes`)", f"{median['flood_mb']:.0f} MB peak, {median['flood_ratio']:.2f} x a quiet run, "
-                                    f"result in {median['flood_s']:.2f} s", "< 100 MB, timeout + 1 s",
-         median["flood_mb"] < 100 and median["flood_s"] <= shell.TIMEOUT + 1),
-        ("5. context after 20 big reads", f"{median['context']:.2f} x (20 x MAX_CHARS + overhead)", "<= 1",
-         median["context"] <= 1),
-    ]
-    if hasattr(harness, "CONTEXT_TOKENS"):
-        ratio = budgeted[0] / naive[0]
-        rows += [
-            ("6. 50 steps, whole conversation", f"{naive[0]:,} prompt tokens, {naive[1]:,} not cached", "", True),
-            (f"   budget {harness.CONTEXT_TOKENS:,} tokens",
-             f"{budgeted[0]:,} prompt tokens, {budgeted[1]:,} not cached", "", True),
-            ("   the budget's / the whole's", f"{ratio:.2f} x; the note of step 1 in the last request: "
-                                            f"{'yes' if budgeted[2] else 'no'}", "<= 0.3, and yes",
-             ratio <= 0.3 and budgeted[2])]
-    print(f"\n{'figure':32} {'measured (median of ' + str(args.runs) + ')':58} {'target':24} ok")
+                rows += context_rows(harness.CONTEXT_TOKENS, *managed(harness, workspace))
+        elif args.figure == 6:
+            parser.error(f"--figure 6: {args.code / 'harness.py'} has no CONTEXT_TOKENS (phase 12 adds it)")
+    measured = f"measured (median of {args.runs})" if timed else "measured"
+    print(f"\n{'figure':32} {measured:58} {'target':24} ok")
     for name, measured, target, ok in rows:
         print(f"{name:32} {measured:58} {target:24} {'yes' if ok else 'NO'}")
-    print(f"\none small request takes {median['sdk_ms']:.2f} ms through the openai client and "
-          f"{median['raw_ms']:.2f} ms through http.client: that difference is in every step of figure 1")
+    if 1 in timed:
+        print(f"\none small request takes {median['sdk_ms']:.2f} ms through the openai client and "
+              f"{median['raw_ms']:.2f} ms through http.client: that difference is in every step of figure 1")
     return 0
 
 

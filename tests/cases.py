@@ -562,6 +562,23 @@ CASES = {
                    {"policy": True}],
         "expect": {"status": "answered", "exit": 0, "requests_over": 50, "answer": "buy milk",
                    "trace_has": "compact"}},
+    # The same length of run, with the fact on a line in the middle of the log read at step 3, and tool calls that
+    # carry no words of their own (content "" or null, as gpt-oss often sends them): only the tool results hold the
+    # fact, so the answer has it only if what compaction cleared was summed up first, from its full text.
+    "a_fact_from_step_3_survives_wordless_calls": {
+        "phase": 12,
+        "task": "Read the logs one by one, then tell me the code word",
+        "args": ["--max-steps", "60", "--max-tool-calls", "60"],
+        "write": {f"log{n}.txt": "".join("The code word is PELICAN.\n" if (n, i) == (3, 50) else
+                                         f"{n}: line {i} of a log the task reads\n" for i in range(105))
+                  for n in range(1, 50)},
+        "script": [*({"content": "", "tool_calls": [call("read_file", {"path": f"log{n}.txt"})]} if n % 2 else
+                     {"message": {"role": "assistant", "content": None, "tool_calls": [
+                         {"id": f"call_{n}", "type": "function",
+                          "function": {"name": "read_file", "arguments": json.dumps({"path": f"log{n}.txt"})}}]}}
+                     for n in range(1, 50)), {"policy": True}],
+        "expect": {"status": "answered", "exit": 0, "requests_over": 50, "answer": "PELICAN",
+                   "trace_has": "compact"}},
 }
 
 

@@ -1525,3 +1525,59 @@ def test_a_value_the_task_gives_wins_over_the_first_enum_value(demo):
     history, tools = [user("Propose the bug label for DEMO-43")], [GET_TICKET, enum]
     step(demo, history, tools, json.dumps({**TICKET, "id": "DEMO-43", "version": 1}))
     assert step(demo, history, tools, "Proposed.")[1] == {"ticket_id": "DEMO-43", "label": "bug", "expected_version": 1}
+
+
+# --- summing up (phase 12): from the text sent, and carried on from in any words ---------------------------------
+
+SUMMED_TASK = "Read a.txt, then read b.txt, then tell me the code word"
+A_TXT = "".join("The code word is PELICAN.\n" if i == 50 else f"line {i} of a\n" for i in range(100))
+ASK = "Sum up the work so far for yourself, to carry on from it."
+
+
+def summed_up(server, *messages):
+    """The demo's summary of these messages, asked for as the harness asks, with no tool call allowed."""
+    return reply_message(server, chat(*messages, user(ASK), tools=TOOLS, tool_choice="none"))["content"]
+
+
+def test_a_summary_keeps_a_fact_the_task_asks_about_from_the_middle_of_a_result(demo):
+    """The fact the task asks about (the code word) is on line 51 of 100: the summary keeps that line and names
+    the call it came from, and leaves out the lines the task does not ask about."""
+    text = summed_up(demo, user(SUMMED_TASK), calls(("c1", "read_file", {"path": "a.txt"})), result("c1", A_TXT))
+    assert '- read_file {"path": "a.txt"}: The code word is PELICAN.' in text.splitlines(), text
+    assert "line 7 of a" not in text
+
+
+def test_a_summary_keeps_nothing_from_text_it_was_not_sent(demo):
+    """The demo read the whole of a.txt in one request; the next request, asking for a summary, holds only a
+    placeholder for it: the summary has no code word, as a real model's could not."""
+    first = [user(SUMMED_TASK), calls(("c1", "read_file", {"path": "a.txt"})), result("c1", A_TXT)]
+    assert call_pairs(reply_message(demo, chat(*first, tools=TOOLS))) == [("read_file", {"path": "b.txt"})]
+    cleared = [*first[:2], result("c1", "[cleared to save room: call read_file again to see it]")]
+    text = summed_up(demo, *cleared)
+    assert "a.txt" in text and "PELICAN" not in text, text
+
+
+def test_a_request_to_summarize_in_other_words_gets_a_summary_and_a_task_to_summarize_a_file_does_not(demo):
+    """"Summarize your work so far." after some calls is a request to sum up; "Summarize a.txt" as the task is a
+    task: the demo reads the file."""
+    history = [user(SUMMED_TASK), calls(("c1", "read_file", {"path": "a.txt"})), result("c1", A_TXT)]
+    asked = reply_message(demo, chat(*history, user("Summarize your work so far."), tools=TOOLS))
+    assert "The code word is PELICAN." in asked["content"] and "tool_calls" not in asked
+    task = reply_message(demo, chat(user("Summarize a.txt"), tools=TOOLS))
+    assert call_pairs(task) == [("read_file", {"path": "a.txt"})]
+
+
+@pytest.mark.parametrize("wrap", [
+    lambda text: user(f"[The earlier work, summed up]\n{text}"),
+    lambda text: user(f"Summary of what happened so far (older messages were removed):\n\n{text}\n\nGo on."),
+    lambda text: {"role": "assistant", "content": text},
+], ids=["the reference's words", "a learner's words", "an assistant message"])
+def test_the_model_carries_on_from_a_summary_in_any_words(demo, wrap):
+    """The summary of the work (a.txt read) replaces the turns it sums up, in the harness's words, a learner's, or
+    as an assistant message: the demo makes the next call (b.txt, not a.txt again), then answers with the fact the
+    summary kept."""
+    text = summed_up(demo, user(SUMMED_TASK), calls(("c1", "read_file", {"path": "a.txt"})), result("c1", A_TXT))
+    history = [{"role": "system", "content": "You are careful."}, user(SUMMED_TASK), wrap(text)]
+    assert step(demo, history, TOOLS, "nothing here\n") == ("read_file", {"path": "b.txt"})
+    answer = reply_message(demo, chat(*history, tools=TOOLS))["content"]
+    assert "PELICAN" in answer, answer
