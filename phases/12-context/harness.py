@@ -631,8 +631,7 @@ def main(argv=None):
     shell.PROTECTED = [*Path(__file__).resolve().parent.glob("*.py"), ENV_FILE, Path(sys.prefix),
                        *([Path(trace)] if trace else [])]
     shell.SANDBOX = None if args.sandbox == "off" else args.sandbox
-    logging.basicConfig(format="note: %(name)s: %(message)s")  # the openai package says when it retries, at INFO
-    logging.getLogger("openai._base_client").setLevel(logging.INFO)
+    logging.getLogger("openai._base_client").setLevel(logging.INFO)  # it logs its retries: send() makes them a note
     yes = args.yes
     if shell.SANDBOX and (problem := shell.sandbox_problem()):
         shell.SANDBOX, yes = None, False  # unsandboxed, a command is asked about, --yes or not
