@@ -87,16 +87,18 @@ RANGES = {"temperature": (0, 2), "top_p": (0, 1), "frequency_penalty": (-2, 2), 
 COUNTS = ("max_tokens", "max_completion_tokens")  # positive integers
 TOOL_CHOICES = ("none", "auto", "required")
 # Keys each role may carry: the fields of groq 1.7.0's types/chat/chat_completion_{system,user,assistant,tool,
-# function}_message_param.py (developer shares the system type). `name` is there on every role but tool, so Groq's
-# validator suggests it ("property 'status' is unsupported, did you mean 'name'?" [run-llama/llama_index#14701]),
-# though console.groq.com/docs/openai still lists messages[].name as a 400. Not there: the SDK's model_dump()
-# extras refusal, annotations and audio, which Groq refuses even when null ("property 'refusal' is unsupported",
-# quoted in several codebases), and reasoning_content on every model [agentjido/req_llm#772].
+# function}_message_param.py (developer shares the system type), less `name`: those types allow it on every role
+# but tool, and Groq's validator suggests it ("did you mean 'name'?" [run-llama/llama_index#14701]), but
+# console.groq.com/docs/openai lists messages[].name among the fields that "will result in a 400 error": where the
+# documentation and the SDK disagree, the documentation wins. The deprecated function role keeps the `name` its
+# type requires. Not there either: the SDK's model_dump() extras refusal, annotations and audio, which Groq refuses
+# even when null ("property 'refusal' is unsupported", quoted in several codebases), and reasoning_content on every
+# model [agentjido/req_llm#772].
 MESSAGE_KEYS = {
-    "system": {"role", "content", "name"},
-    "developer": {"role", "content", "name"},
-    "user": {"role", "content", "name"},
-    "assistant": {"role", "content", "name", "function_call", "tool_calls"},
+    "system": {"role", "content"},
+    "developer": {"role", "content"},
+    "user": {"role", "content"},
+    "assistant": {"role", "content", "function_call", "tool_calls"},
     "tool": {"role", "tool_call_id", "content"},
     "function": {"role", "content", "name"},
 }

@@ -1138,27 +1138,31 @@ def test_logprobs_logit_bias_and_top_logprobs_are_rejected(demo, field, value):
     assert rejection(demo, chat(user("hi"), **{field: value}))["param"] == field
 
 
-def test_message_name_is_accepted_on_every_role_but_tool(demo):
-    """groq 1.7.0 types/chat: `name` is in the system, user and assistant message types, not in the tool one
-    (chat_completion_tool_message_param.py: role, content, tool_call_id). console.groq.com/docs/openai still lists
-    messages[].name as a 400; the newer types and Groq's own "did you mean 'name'?" on an assistant message
-    [run-llama/llama_index#14701] say otherwise."""
-    named = [{"role": "system", "content": "Use tools.", "name": "rules"}, {**user("List the files"), "name": "ann"},
-             {**calls(("c1", "list_dir", {"path": "."})), "name": "agent"}]
-    assert post(demo, chat(*named, result("c1", "a.txt"), tools=TOOLS))[0] == 200
-    tool_named = {**result("c1", "a.txt"), "name": "list_dir"}  # as old tutorials write it
-    assert rejection(demo, chat(*named, tool_named, tools=TOOLS)) == {
-        "message": "'messages.3' : for 'role:tool' the following must be satisfied"
-                   "[('messages.3' : property 'name' is unsupported)]",
+PLAIN = [{"role": "system", "content": "Use tools."}, {"role": "developer", "content": "Be brief."},
+         user("List the files"), calls(("c1", "list_dir", {"path": "."})), result("c1", "a.txt")]
+
+
+@pytest.mark.parametrize("index", range(len(PLAIN)), ids=[m["role"] for m in PLAIN])
+def test_message_name_is_refused_on_every_role_as_groq_documents(demo, index):
+    """console.groq.com/docs/openai: messages[].name is among the fields that "will result in a 400 error", though
+    groq 1.7.0's types allow it on every role but tool: the documentation wins. A 400 in Groq's words (format A);
+    the same conversation without the name passes. (A tool message with a name is how old tutorials write it.)"""
+    assert post(demo, chat(*PLAIN, tools=TOOLS))[0] == 200
+    named = [*PLAIN[:index], {**PLAIN[index], "name": "ann"}, *PLAIN[index + 1:]]
+    assert rejection(demo, chat(*named, tools=TOOLS)) == {
+        "message": f"'messages.{index}' : for 'role:{PLAIN[index]['role']}' the following must be satisfied"
+                   f"[('messages.{index}' : property 'name' is unsupported)]",
         "type": "invalid_request_error"}
-    assert "('messages.0.name' : value must be a string)" in rejection(demo, chat({**user("hi"), "name": 5}))["message"]
 
 
 def test_function_role_messages_take_content_and_name(demo):
-    """groq 1.7.0 chat_completion_function_message_param.py: role, content (str or null) and name, all required."""
+    """groq 1.7.0 chat_completion_function_message_param.py: role, content (str or null) and name, all required:
+    the one role whose name the demo takes (the deprecated function calling has no other way to say whose it is)."""
     assert post(demo, chat(user("hi"), {"role": "function", "name": "f", "content": None}, user("again")))[0] == 200
     error = rejection(demo, chat(user("hi"), {"role": "function", "content": "x"}))
     assert "('messages.1.name' : property 'name' is missing)" in error["message"]
+    error = rejection(demo, chat(user("hi"), {"role": "function", "name": 5, "content": "x"}))
+    assert "('messages.1.name' : value must be a string)" in error["message"]
 
 
 def test_tool_content_may_be_parts(demo):

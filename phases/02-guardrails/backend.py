@@ -6,6 +6,7 @@ Settings come from .env or the environment: BACKEND, MODEL, BASE_URL and the API
 """
 import functools
 import os
+import socket
 import sys
 import urllib.parse
 import urllib.request
@@ -44,8 +45,7 @@ def choose(name=None, model=None, base_url=None):
     if key_var and not api_key:
         raise BackendError(
             f"The {name} backend needs an API key, but {key_var} is not set in {ENV_FILE} or the environment. "
-            f"Put {key_var}=... in .env (see README.md for a free Groq key), or unset BACKEND to use the offline demo "
-            "model.")
+            f"Put {key_var}=... in .env, or unset BACKEND to use the offline demo model.")
     return {
         "name": name,
         "base_url": base_url or BACKENDS[name]["base_url"] or start_demo(),
@@ -101,9 +101,9 @@ def client(base_url, api_key):
     local = urllib.parse.urlsplit(base_url).hostname in ("localhost", "127.0.0.1", "::1")
     try:
         http = openai.DefaultHttpxClient(trust_env=not local)
-    except ImportError as error:  # ALL_PROXY=socks5://... needs a package the HTTP library does not bring
-        raise BackendError(f"A proxy in your environment cannot be used: {str(error).rstrip('.')}. Install what it "
-                           "names, or unset ALL_PROXY (and HTTPS_PROXY).") from None
+    except ImportError:  # socks5:// needs socksio, which httpx (openai 2) and httpx2 (openai 3) come without
+        raise BackendError("A proxy in your environment cannot be used: a SOCKS proxy needs the socksio package. "
+                           "Run pip install socksio, or unset ALL_PROXY (and HTTPS_PROXY).") from None
     return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=TIMEOUT, http_client=http)
 
 
@@ -142,17 +142,31 @@ def proxy_for(url):
     return proxies.get(parts.scheme) or proxies.get("all")
 
 
+def cause(error):
+    """Why a connection failed, in the words of the exception under the openai package's and the HTTP library's:
+    the system's. Example: APIConnectionError <- ConnectError <- ConnectionRefusedError -> "Connection refused" """
+    while error.__cause__ or error.__context__:
+        error = error.__cause__ or error.__context__
+    if isinstance(error, socket.gaierror):  # each system words it its own way; EAI_AGAIN: no DNS server answered
+        return "no network (no DNS server answered)" if error.errno == socket.EAI_AGAIN else "name not found (DNS)"
+    return getattr(error, "strerror", None) or str(error).split("\n")[0]
+
+
 def explain(error, backend):
     """Turn an openai exception into one paragraph: what went wrong, where, and what to change."""
     key_var = BACKENDS.get(backend["name"], {}).get("key_var") or "API_KEY"
     body, proxy = getattr(error, "body", None), proxy_for(backend["base_url"])
+    reach = "Check your network connection."  # what to do when the server cannot be reached: Groq, OpenAI
+    if backend["name"] == "ollama":
+        reach = f"Start Ollama: ollama serve (and once: ollama pull {backend['model']})."
+    if backend.get("url_given"):
+        reach = "Check BASE_URL (or unset it), and that your server is running there."
     if proxy and (isinstance(error, openai.APIConnectionError) or not isinstance(body, dict)):
-        said = getattr(error, "status_code", None) or error.message.rstrip(".")  # a provider answers in JSON
+        said = getattr(error, "status_code", None) or cause(error)  # a provider answers in JSON
         return (f"The proxy {proxy} (from your environment) did not pass the request on to {where(backend)}: "
                 f"{said}. Check the proxy, or unset HTTPS_PROXY, HTTP_PROXY and ALL_PROXY.")
     if isinstance(error, openai.APIConnectionError):  # timeouts included
-        return (f"Could not reach {where(backend)}: {error.message.rstrip('.')}. Check that the server is running, "
-                "that BASE_URL is right (or unset it), and your network.")
+        return f"Could not reach {where(backend)}: {cause(error)}. {reach}"
     status = getattr(error, "status_code", None)
     if status is None:  # an answer, but not one the package could read as a chat completion
         return f"{where(backend)} sent a reply that is not a chat completion: {error.message}. Check BASE_URL."

@@ -8,13 +8,15 @@ only it can see: a reply that is no reply, a stream cut short, and a tool call t
 """
 import functools
 import json
+import logging
 import os
+import socket
 import sys
 import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from dotenv import dotenv_values, load_dotenv
+from dotenv import load_dotenv
 
 # name: where the server is, which variable holds its key, and the model to ask for by default
 BACKENDS = {
@@ -24,7 +26,6 @@ BACKENDS = {
     "demo": {"base_url": None, "key_var": None, "model": "demo"},  # demo_model.py, started on demand
 }
 ENV_FILE = Path(__file__).with_name(".env")
-KEY_VARIABLES = ("GROQ_API_KEY", "OPENAI_API_KEY", "API_KEY")
 TIMEOUT = 60  # seconds to wait for the server at each step (connecting, each piece of the reply)
 RETRIES = 2  # tries after the first, for failures that may pass (the openai package's own default)
 MAX_REPLY_CHARS = 1_000_000  # a reply longer than this is cut, and counts as unfinished
@@ -64,8 +65,7 @@ def choose(name=None, model=None, base_url=None):
     if key_var and not api_key:
         raise BackendError(
             f"The {name} backend needs an API key, but {key_var} is not set in {ENV_FILE} or the environment. "
-            f"Put {key_var}=... in .env (see README.md for a free Groq key), or unset BACKEND to use the offline demo "
-            "model.")
+            f"Put {key_var}=... in .env, or unset BACKEND to use the offline demo model.")
     return {
         "name": name,
         "base_url": base_url or BACKENDS[name]["base_url"] or start_demo(),
@@ -90,15 +90,6 @@ def usable_url(url):
         raise BackendError(f"BASE_URL={url!r} is not a URL I can send requests to: it needs http:// or https://, a "
                            "host, and a port number if any, as in http://localhost:1234/v1.")
     return url
-
-
-def known_secrets(workspace="."):
-    """{value: name} of the secrets to mask wherever they appear: the values in this .env and the workspace's, and
-    the API keys in the environment; not the settings, nor values under 8 characters (they would mask words)."""
-    found = [*dotenv_values(Path(workspace, ".env")).items(), *dotenv_values(ENV_FILE).items(),
-             *((name, os.environ.get(name)) for name in KEY_VARIABLES)]
-    return {value: name for name, value in found
-            if value and len(value) >= 8 and name not in ("BACKEND", "MODEL", "BASE_URL")}
 
 
 def first_backend_with_a_key(base_url=None):
@@ -130,9 +121,9 @@ def client(base_url, api_key):
     openai, local = sdk(), urllib.parse.urlsplit(base_url).hostname in ("localhost", "127.0.0.1", "::1")
     try:
         http = openai.DefaultHttpxClient(trust_env=not local)
-    except ImportError as error:  # ALL_PROXY=socks5://... needs a package the HTTP library does not bring
-        raise BackendError(f"A proxy in your environment cannot be used: {str(error).rstrip('.')}. Install what it "
-                           "names, or unset ALL_PROXY (and HTTPS_PROXY).") from None
+    except ImportError:  # socks5:// needs socksio, which httpx (openai 2) and httpx2 (openai 3) come without
+        raise BackendError("A proxy in your environment cannot be used: a SOCKS proxy needs the socksio package. "
+                           "Run pip install socksio, or unset ALL_PROXY (and HTTPS_PROXY).") from None
     return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=TIMEOUT, http_client=http, max_retries=RETRIES)
 
 
@@ -151,7 +142,7 @@ def chat(messages, tools=None, backend=None, on_note=None, on_text=None, options
     api, shown = client(backend["base_url"], backend["api_key"]), []
     for attempt in range(RETRIES + 1):
         try:
-            return send(api, request, on_text and (lambda piece: (shown.append(piece), on_text(piece))))
+            return send(api, request, on_text and (lambda piece: (shown.append(piece), on_text(piece))), on_note)
         except (sdk().APIError, BrokenReply) as error:
             body = getattr(error, "body", None)
             tool_use_failed = isinstance(body, dict) and body.get("code") == "tool_use_failed"
@@ -165,14 +156,27 @@ def chat(messages, tools=None, backend=None, on_note=None, on_text=None, options
                 shown.clear()
 
 
-def send(api, request, on_text=None):
+def send(api, request, on_text=None, on_note=None):
     """One try: the checked response, or an exception that says what went wrong."""
+    heard = functools.partial(retried, on_note, [])  # the package logs its retries: on_note hears of the first
+    logging.getLogger("openai._base_client").addFilter(heard)
     try:  # the JSON itself (cast_to=object), so that checked() sees what the server really sent
         if on_text:
             return streamed(api, request, on_text)
         return checked(api.post("/chat/completions", body=request, cast_to=object))
     except (ValueError, RecursionError) as error:  # a body that is no JSON, or JSON nested too deep
         raise BrokenReply(f"the reply is not JSON ({str(error)[:100]})") from None
+    finally:
+        logging.getLogger("openai._base_client").removeFilter(heard)
+
+
+def retried(on_note, heard, record):
+    """The first "Retrying request" the openai package logs in a send(): one note, naming what failed and the tries."""
+    if on_note and not heard and record.getMessage().startswith("Retrying request"):
+        heard.append(record)
+        on_note(f"{cause(sys.exc_info()[1])}; the openai package makes {RETRIES + 1} tries in all: "
+                f"{record.getMessage()}")  # it logs while it handles the failure: sys.exc_info() is that
+    return True  # shown too, where logging is set up to show the package's INFO
 
 
 def streamed(api, request, on_text):
@@ -316,22 +320,36 @@ def proxy_for(url):
     return proxies.get(parts.scheme) or proxies.get("all")
 
 
+def cause(error):
+    """Why a connection failed, in the words of the exception under the openai package's and the HTTP library's:
+    the system's. Example: APIConnectionError <- ConnectError <- ConnectionRefusedError -> "Connection refused" """
+    while error.__cause__ or error.__context__:
+        error = error.__cause__ or error.__context__
+    if isinstance(error, socket.gaierror):  # each system words it its own way; EAI_AGAIN: no DNS server answered
+        return "no network (no DNS server answered)" if error.errno == socket.EAI_AGAIN else "name not found (DNS)"
+    return getattr(error, "strerror", None) or str(error).split("\n")[0]
+
+
 def explain(error, backend):
     """Turn an openai exception into one paragraph: what went wrong, where, and what to change."""
     openai, key_var = sdk(), BACKENDS.get(backend["name"], {}).get("key_var") or "API_KEY"
     body, proxy = getattr(error, "body", None), proxy_for(backend["base_url"])
     if isinstance(error, BrokenReply):
         return f"{where(backend)} sent a broken reply ({error}), and asking again did not help. Try again later."
+    reach = "Check your network connection."  # what to do when the server cannot be reached: Groq, OpenAI
+    if backend["name"] == "ollama":
+        reach = f"Start Ollama: ollama serve (and once: ollama pull {backend['model']})."
+    if backend.get("url_given"):
+        reach = "Check BASE_URL (or unset it), and that your server is running there."
     if proxy and (isinstance(error, openai.APIConnectionError) or not isinstance(body, dict)):
-        said = getattr(error, "status_code", None) or error.message.rstrip(".")  # a provider answers in JSON
+        said = getattr(error, "status_code", None) or cause(error)  # a provider answers in JSON
         return (f"The proxy {proxy} (from your environment) did not pass the request on to {where(backend)}: "
                 f"{said}. Check the proxy, or unset HTTPS_PROXY, HTTP_PROXY and ALL_PROXY.")
     if isinstance(error, openai.APITimeoutError):  # it answers, only too slowly: a local model warming up
-        return (f"{where(backend)} did not answer within {TIMEOUT} s. A local model can be that slow: raise TIMEOUT "
-                "in backend.py, or try a smaller model; else check that the server is running.")
+        return (f"{where(backend)} timed out: no answer within {TIMEOUT} s. A model can be that slow (a local one "
+                f"loading): raise TIMEOUT in backend.py, or try a smaller MODEL. Else: {reach}")
     if isinstance(error, openai.APIConnectionError):
-        return (f"Could not reach {where(backend)}: {error.message.rstrip('.')}. Check that the server is running, "
-                "that BASE_URL is right (or unset it), and your network.")
+        return f"Could not reach {where(backend)}: {cause(error)}. {reach}"
     status = getattr(error, "status_code", None)
     if status is None:  # an answer, but not one the package could read as a chat completion
         return f"{where(backend)} sent a reply that is not a chat completion: {error.message}. Check BASE_URL."

@@ -676,8 +676,7 @@ def main(argv=None):
     trace = args.trace and os.path.abspath(args.trace)
     policy = guards.policy(args.workspace, args.yes, args.sandbox, trace)
     os.chdir(policy.workspace)  # a relative path, even /proc/self/cwd/.., means the same to a check and a command
-    logging.basicConfig(format="note: %(name)s: %(message)s")  # the openai package says when it retries, at INFO
-    logging.getLogger("openai._base_client").setLevel(logging.INFO)
+    logging.getLogger("openai._base_client").setLevel(logging.INFO)  # it logs its retries: send() makes them a note
     try:
         backend = choose(args.backend, args.model, args.base_url)
     except BackendError as error:

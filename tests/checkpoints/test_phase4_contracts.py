@@ -165,7 +165,8 @@ def test_read_file_pages_and_says_how_to_read_on(load, workspace):
         f"the last line should say how to read on: {first.splitlines()[-1]!r}"
     assert [line for line in tools.read_file(policy, "big.txt", offset=11, limit=2).splitlines() if line] == [
         "line 11", "line 12", "[lines 11-12 of 500; call read_file with offset=13 to read on]"]
-    assert tools.read_file(policy, "big.txt", offset=401).rstrip("\n").endswith("line 500"), "the last page ends the file"
+    last = tools.read_file(policy, "big.txt", offset=401)
+    assert last.rstrip("\n").endswith("line 500"), "the last page ends the file"
 
 
 @pytest.mark.files(*TOOLS_ONLY)
@@ -189,7 +190,8 @@ def test_every_page_fits_in_max_chars(load, workspace):
     (workspace / "one.txt").write_text("y" * (tools.MAX_CHARS * 3))
     for page in (tools.read_file(policy, "wide.txt"), tools.read_file(policy, "one.txt")):
         assert len(page) <= tools.MAX_CHARS and page.startswith(page[0] * 50), len(page)
-    assert "offset=" in tools.read_file(policy, "wide.txt").splitlines()[-1], "a page cut by MAX_CHARS says how to read on"
+    last_line = tools.read_file(policy, "wide.txt").splitlines()[-1]
+    assert "offset=" in last_line, "a page cut by MAX_CHARS says how to read on"
 
 
 @pytest.mark.files(*TOOLS_ONLY)
