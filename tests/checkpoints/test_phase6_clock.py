@@ -107,7 +107,7 @@ def test_the_approved_calls_run_after_the_unasked_ones(workspace, server):
     result = run_python(workspace, "harness.py", *OFF, "Touch, then list", env=groq_env(server))
     assert result.returncode == 0, result.stderr
     touched, listed = [m["content"] for m in server.requests[-1]["body"]["messages"] if m["role"] == "tool"]
-    assert (workspace / "made").exists() and touched.startswith("exit code 0"), touched
+    assert (workspace / "made").exists(), f"the approved touch should run: {touched}"
     assert "harness.py" in listed and "made" not in listed, f"ls ran beside or after the approved touch: {listed}"
 
 
