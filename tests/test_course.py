@@ -230,14 +230,14 @@ def callee(call):
 
 
 def scopes(tree):
-    """{a Name or a def: (the function whose own name it is, or None for the module's, the name)}."""
+    """{a Name or a def: (the function whose own name it is, or the module, the name)}."""
     keys = {}
 
     def visit(node, scope, local):
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.Lambda)):
                 if isinstance(child, ast.FunctionDef):
-                    keys[child] = (scope if child.name in local else None, child.name)
+                    keys[child] = (scope if child.name in local else tree, child.name)
                     for outer in [*child.decorator_list, *child.args.defaults]:
                         visit(outer, scope, local)
                 arguments = [*child.args.args, *child.args.kwonlyargs, child.args.vararg, child.args.kwarg]
@@ -249,10 +249,10 @@ def scopes(tree):
                     visit(ast.Module(body=[statement], type_ignores=[]) if isinstance(statement, ast.stmt) else
                           ast.Expression(body=statement), child, own)
             elif isinstance(child, ast.Name):
-                keys[child] = (scope if child.id in local else None, child.id)
+                keys[child] = (scope if child.id in local else tree, child.id)
             else:
                 visit(child, scope, local)
-    visit(tree, None, set())
+    visit(tree, tree, set())
     return keys
 
 
@@ -283,7 +283,7 @@ def name_flows(tree, up, keys):
     values they give the code, followed back through assignments and loops."""
     sought, given, flows = set(), set(), {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Compare):
+        if isinstance(node, ast.Compare) and not all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
             sought |= set().union(*(read_names(side, keys) for side in [node.left, *node.comparators]))
         if isinstance(node, ast.Call) and not said(node, up):
             arguments = [*node.args, *(keyword.value for keyword in node.keywords)]
@@ -303,11 +303,15 @@ def name_flows(tree, up, keys):
     return sought, given
 
 
-def wording(tree):
-    """([(line, text)] the string constants a module looks for, [texts and f-string patterns] those it gives)."""
-    up = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-    keys = scopes(tree)
-    flows, functions = name_flows(tree, up, keys), {f.name: f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)}
+def wording(tree, *shared):
+    """([(line, text)] the string constants a module looks for, [texts and f-string patterns] those it gives);
+    shared: the modules whose functions it calls (helpers.py), for what their parameters do with the words."""
+    trees = [tree, *shared]
+    up = {child: node for each in trees for node in ast.walk(each) for child in ast.iter_child_nodes(node)}
+    keys = {name: key for each in trees for name, key in scopes(each).items()}
+    flows = [name_flows(each, up, keys) for each in trees]
+    flows = (set().union(*(sought for sought, _ in flows)), set().union(*(given for _, given in flows)))
+    functions = {f.name: f for each in reversed(trees) for f in ast.walk(each) if isinstance(f, ast.FunctionDef)}
     sought, given = [], []
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -347,9 +351,10 @@ def role(node, up, keys, flows, functions):
             name = callee(parent)
             if name == "parametrize":
                 return parametrized(parent, node, up, keys, flows)
-            if name in functions and child in parent.args:
-                function, at = functions[name].args, parent.args.index(child)
-                param = function.args[at].arg if at < len(function.args) else getattr(function.vararg, "arg", "")
+            if name in functions:
+                function, at = functions[name].args, parent.args.index(child) if child in parent.args else -1
+                param = child.arg if isinstance(child, ast.keyword) else function.args[at].arg if \
+                    at < len(function.args) else getattr(function.vararg, "arg", "")
                 return by_name({(functions[name], param)}, flows)
             return "sought" if name in MATCHERS else "said" if name in SAYERS else "given"
         if isinstance(parent, (ast.Assign, ast.AugAssign, ast.For, ast.comprehension)) and \
@@ -396,15 +401,16 @@ def holds(text, words):
                      text) is not None
 
 
-def unstated(checks, cases=None, boxes=None):
+def unstated(checks, cases=None, boxes=None, shared=None):
     """Every string a check looks for that no box up to its phase states, the check did not give the code and the
-    course's tools do not write: [("test_phase5_budgets.py line 88", 5, "the text"), ...]."""
+    course's tools do not write: [("test_phase5_budgets.py line 88", 5, "the text"), ...]. By default cases are
+    tests/cases.py's, the boxes the lessons', and shared ({"helpers": source, "cases": source}) the two files."""
     import cases as scripted
 
     cases = scripted.CASES if cases is None else cases
     boxes = boxes or [box(LESSONS[:phase + 1]) for phase in range(len(LESSONS))]
-    shared = {path.stem: ast.parse(path.read_text(encoding="utf-8")) for path in (ROOT / "tests").glob("*.py")
-              if path.stem in ("helpers", "cases")}
+    shared = {name: ast.parse(source) for name, source in (shared or {
+        name: (ROOT / "tests" / f"{name}.py").read_text(encoding="utf-8") for name in ("helpers", "cases")}).items()}
     shared["cases"].body = [node for node in shared["cases"].body if not (isinstance(node, ast.Assign) and
                             {"CASES", "POOL"} & {n.id for n in ast.walk(node.targets[0]) if isinstance(n, ast.Name)})]
     allowed = NOT_THE_LEARNERS | {key for case in cases.values() for key in case}  # a case's own keys
@@ -421,7 +427,7 @@ def unstated(checks, cases=None, boxes=None):
         tree = ast.parse(check.read_text(encoding="utf-8"))
         phase = next(node.value.value for node in tree.body if isinstance(node, ast.Assign) and
                      getattr(node.targets[0], "id", None) == "PHASE")
-        sought, given = wording(tree)
+        sought, given = wording(tree, *shared.values())
         programs = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and str(node.value)
                     .endswith(".py") and (ROOT / node.value).is_file() and Path(node.value).name not in learners}
         given += [node.value for program in programs for node in ast.walk(ast.parse((ROOT / program).read_text()))
@@ -460,6 +466,7 @@ def test_the_wording_test_finds_a_word_in_each_way_a_check_can_look_for_it(tmp_p
     check = tmp_path / "test_phase1_made_up.py"
     check.write_text(textwrap.dedent('''
         import pytest
+        from helpers import expects
         PHASE = 1
         LOOKED_FOR = "in a constant"
 
@@ -474,6 +481,7 @@ def test_the_wording_test_finds_a_word_in_each_way_a_check_can_look_for_it(tmp_p
             result = harness.run(task)
             assert "in a comparison" in result.answer and result.error.startswith("in a matcher")
             assert says(result.answer, "through a helper") and LOOKED_FOR in result.answer
+            expects(result.answer, "through a shared helper", also="by keyword")
             assert words in result.answer and result.trace["in a field"]
             assert [line for line in result.answer.splitlines() if line] == ["in a list", f"in an {task}"]
             assert "buy milk" in result.answer and "stopped:" in result.answer and task in result.answer, \\
@@ -481,10 +489,12 @@ def test_the_wording_test_finds_a_word_in_each_way_a_check_can_look_for_it(tmp_p
         '''))
     cases = {"made_up": {"phase": 1, "task": "Say hi", "script": ["Hi there."],
                          "expect": {"status": "answered", "exit": 0, "stdout": "in a case", "answer": "Hi there."}}}
-    found = unstated([check], cases=cases, boxes=["stopped:\nanswered"] * len(LESSONS))
+    helpers = "def expects(text, *words, also=None):\n    assert all(word in text for word in [*words, also])\n"
+    found = unstated([check], cases=cases, boxes=["stopped:\nanswered"] * len(LESSONS),
+                     shared={"helpers": helpers, "cases": "CASES = {}\n"})
     assert sorted(text for _, _, text in found) == sorted([
         "in a comparison", "in a matcher", "through a helper", "in a constant", "in a parametrize", "in a field",
-        "in a list", "in an ", "in a case"]), found
+        "in a list", "in an ", "through a shared helper", "by keyword", "in a case"]), found
     line = next(n for n, text in enumerate(check.read_text().splitlines(), 1) if "in a parametrize" in text)
     assert (f"test_phase1_made_up.py line {line}", 1, "in a parametrize") in found, "named by its check and line"
 

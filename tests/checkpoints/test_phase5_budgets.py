@@ -84,7 +84,9 @@ def test_the_deadline_counts_from_started_and_is_checked_before_each_request(har
     comes back after the deadline is the last one."""
     late = harness.run("Hi", backend=scripted_backend(server), limits=harness.Limits(deadline=5),
                        started=time.monotonic() - 10)
-    assert late.status == "deadline" and server.requests == [] and late.seconds >= 10, late
+    assert late.status == "deadline" and server.requests == [] and late.seconds >= 10, (
+        f"a run started 10 s ago with a 5 s deadline sends nothing and ends deadline, its seconds counted from "
+        f"started (10 or more): {late.status!r}, {len(server.requests)} requests, {late.seconds} s")
     server.push({**tool_calls(("list_dir", {})), "delay": 1.5}, "never asked")
     slow = harness.run("Hi", backend=scripted_backend(server), limits=harness.Limits(deadline=0.5))
     assert slow.status == "deadline" and len(server.requests) <= 1, f"no request after the deadline: {slow}"

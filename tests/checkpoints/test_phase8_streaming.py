@@ -91,7 +91,7 @@ def test_a_signal_while_a_command_runs_ends_the_run_at_once(workspace, server, s
     stdout, stderr = process.communicate(timeout=30)
     seconds = time.monotonic() - began
     assert process.returncode == code, f"step 6: exit {code} for this signal, not {process.returncode}: {stderr}"
-    assert seconds < 5, f"step 6: the run ends at once, not at the command's timeout (it took {seconds:.1f} s)"
+    assert seconds < 5, f"step 6: the run ends at once, not at the command's timeout (it took {seconds:.1f} s, over 5)"
     assert b"Traceback" not in stderr, stderr.decode()
     assert wait_for(lambda: not running_commands(command), 3), "the command must be killed with the run"
     records = trace_records(workspace / "t.jsonl")
@@ -149,7 +149,7 @@ def test_a_stream_nobody_reads_still_meets_the_deadline(workspace, server):
     process.wait(60)
     seconds = since_first_request(server, began)  # the harness's time, without its start-up
     assert process.returncode == 3, f"step 7: a write that waits past the deadline ends the run: {process.returncode}"
-    assert seconds < 3 * (2 + GRACE), f"step 7: it took {seconds:.1f} s"
+    assert seconds < 3 * (2 + GRACE), f"step 7: it took {seconds:.1f} s, more than {3 * (2 + GRACE)} s"
     assert trace_records(workspace / "t.jsonl")[-1].get("status") == "deadline", "the trace's end record"
 
 
