@@ -123,7 +123,9 @@ def test_done_when_a_malformed_call_gets_an_error_and_the_next_call_succeeds(wor
                 "The notes say: the notes.")
     result = run_python(workspace, "harness.py", "Read notes.txt", env=groq_env(server))
     assert result.returncode == 0, result.stderr
-    first, second = [m["content"] for m in server.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    results = [m["content"] for m in server.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    assert len(results) == 2, f"two calls, two results; the model got {results}"
+    first, second = results
     assert first.startswith("error: read_file:") and "Call it as " in first, (
         f"the model should get `error: read_file: ...` ending with `Call it as ` and the right shape: {first!r}")
     assert "the notes" not in first, "a call that breaks its contract must not run"
@@ -136,6 +138,7 @@ def test_done_when_the_demo_model_fixes_its_write_from_the_error(workspace):
     instead of "content", reads the error, and its second call writes the file once you say y."""
     result = run_python(workspace, "harness.py", 'Write "hello" to notes.txt', input="y\n", env={"BACKEND": "demo"})
     assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) >= 2, f"two `[step] write_file` lines: {result.stdout!r}"
     first, second = result.stdout.splitlines()[:2]
     assert first.startswith("[1] write_file") and '"text"' in first, first
     assert second.startswith("[2] write_file") and '"content"' in second, second

@@ -113,7 +113,9 @@ def test_the_approved_calls_run_after_the_unasked_ones(workspace, server):
     server.push(tool_calls(("run_shell", {"command": "touch made"}), ("run_shell", {"command": "ls"})), "Done.")
     result = run_python(workspace, "harness.py", *OFF, "Touch, then list", env=groq_env(server))
     assert result.returncode == 0, result.stderr
-    touched, listed = [m["content"] for m in server.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    results = [m["content"] for m in server.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    assert len(results) == 2, f"two calls, two results; the model got {results}"
+    touched, listed = results
     assert (workspace / "made").exists(), f"the approved touch should run: {touched}"
     assert "harness.py" in listed and "made" not in listed, f"ls ran beside or after the approved touch: {listed}"
 
