@@ -209,8 +209,8 @@ NOT_THE_LEARNERS = {
     "openai", "openai.",  # the package's modules
     "test_done_when_the_scripted_case_passes", "code_dir",  # the checks' own names
     "answer"}  # helpers.answer_of(): from phase 5, run() returns a Result, its answer in .answer (lesson 5's box)
-# Words phases 2, 3, 11 and 12 still look for and their lessons' boxes do not state: (phase, text). The test fails
-# when one is no longer looked for, so that this list only shrinks.
+# Words the checks of phases 2 and 3 still look for and no box states: (phase, text). The test fails when one is no
+# longer looked for, so that this list only shrinks.
 STILL_TO_STATE = {
     (2, "from_dotenv"),  # a part of the secret the check wrote, glued to the rest by "_": look for the whole value
     (2, "echo ok #\\\\ntouch pwned"), (2, "echo ok\\u3164; touch pwned"), (2, "touch ok\\{3000 spaces}# ls"),
