@@ -11,6 +11,7 @@ import importlib
 import signal
 import socket
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -26,8 +27,8 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     """The suite runs on 4 workers (pytest.ini: most of it waits on clocks); a learner's check runs in one process."""
     phase, code = config.getoption("--phase"), config.getoption("--code")
-    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:  # a shell that runs us in the background ignores Ctrl-C,
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # and every child would: the tests press it
+    if threading.current_thread() is threading.main_thread():  # (a shell that runs us in the background ignores
+        signal.signal(signal.SIGINT, pressed)  # Ctrl-C, and every child would: the tests press it)
     if phase is not None and hasattr(config.option, "tx"):
         config.option.dist, config.option.tx = "no", []
     if phase is not None and phase not in range(len(checkpoints())):
@@ -65,14 +66,59 @@ def pytest_generate_tests(metafunc):
     metafunc.parametrize("code_dir", dirs, ids=[d.name for d in dirs])
 
 
+PRESSED = []  # a SIGINT for each time the person pressed Ctrl-C (the signal to this process)
+
+
+def pressed(signum, frame):
+    """Ctrl-C: noted, then the KeyboardInterrupt Python raises for it. A KeyboardInterrupt that comes without this
+    note was raised by code (your run() let one out): that is one test's failure, not the end of the session."""
+    PRESSED.append(signum)
+    signal.default_int_handler(signum, frame)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    try:
+        return (yield)
+    except KeyboardInterrupt as error:
+        if PRESSED:
+            raise
+        raise AssertionError(f"a KeyboardInterrupt got out of your code{where(item, error.__traceback__)}: Ctrl-C "
+                             "must end a run with a status, not the program that called run()") from error
+    finally:
+        if PRESSED:  # the person pressed Ctrl-C during this test, whatever the code under test made of it: stop
+            raise KeyboardInterrupt
+
+
+def where(item, traceback):
+    """' (harness.py, line 120)': the last place in the code under test that the traceback passes through."""
+    places = [Path(item.funcargs[name]) for name in ("workspace", "code_dir") if name in item.funcargs]
+    found = ""
+    while traceback:
+        path = Path(traceback.tb_frame.f_code.co_filename)
+        if any(path.is_relative_to(place) for place in places) and not path.is_relative_to(ROOT / "tests"):
+            found = f" ({path.name}, line {traceback.tb_lineno})"
+        traceback = traceback.tb_next
+    return found
+
+
+def check_line(call):
+    """', in test_phase5_budgets.py, line 150': where in the course's tests the failure was found."""
+    lines = [entry for entry in call.excinfo.traceback if Path(str(entry.path)).is_relative_to(ROOT / "tests")]
+    return f", in {lines[-1].path.name}, line {lines[-1].lineno + 1}" if lines else ""
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """With --phase, a failure reads as what the lesson expected and what to do, not as pytest's internals."""
     report = (yield).get_result()
     if report.failed and call.excinfo and item.config.getoption("--phase") is not None:
         error = call.excinfo.value
+        place = where(item, call.excinfo.tb)
         said = str(error).split("\nassert ")[0] if isinstance(error, AssertionError) else \
-            f"your code raised {type(error).__name__}: {error}"
+            f"your code raised {type(error).__name__}: {error}{place}" if place else \
+            f"the check could not read what your code gave back ({type(error).__name__}: {error}{check_line(call)}):" \
+            " it lacks something the lesson's box says it holds"
         wanted = (item.function.__doc__ or item.name).strip()
         report.longrepr = f"expected: {wanted}\n{said}"
 

@@ -121,8 +121,17 @@ def tool_calls(*pairs):
 
 
 def trace_records(path):
-    """The records of a JSONL trace file."""
-    return [json.loads(line) for line in Path(path).read_text().splitlines()]
+    """The records of a JSONL trace file; a trace not written, or a line that is no JSON object, fails the check
+    with what was found."""
+    assert Path(path).is_file(), f"the trace {Path(path).name} was not written"
+    records = []
+    for number, line in enumerate(Path(path).read_text(errors="replace").splitlines(), 1):
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            raise AssertionError(f"line {number} of the trace is not JSON: {line[:200]!r}") from None
+        assert isinstance(records[-1], dict), f"line {number} of the trace is no JSON object: {line[:200]!r}"
+    return records
 
 
 def answer_of(value):

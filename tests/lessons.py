@@ -1,11 +1,13 @@
-"""The lesson runner: runs every `$ command` of a lesson's console blocks, in a fresh copy of the course at that
-phase (the checkpoint's code at the top, a new git repository), and compares what it prints with what the lesson
-shows. In a shown output, a line `...` stands for any lines, and `...` inside a line for any text. A command
-ending in ` &` (a server) runs in the background until the lesson ends, and its first line is compared.
+"""The lesson runner: runs every `$ command` of a lesson's console blocks, in a fresh copy of the course with your
+code at the top (a new git repository), and compares what it prints with what the lesson shows. In a shown output,
+a line `...` stands for any lines, and `...` inside a line for any text. A command ending in ` &` (a server) runs
+in the background until the lesson ends, and its first line is compared.
 
-Run:  python tests/lessons.py phases/01-loop/README.md      (prints each command, and each difference)
-The tests run every lesson this way (tests/test_lessons.py).
+Run:  python tests/lessons.py phases/01-loop/README.md              (your code: the repository root's .py files)
+      python tests/lessons.py --code DIR phases/01-loop/README.md   (the code in DIR)
+      python tests/lessons.py --reference phases/01-loop/README.md  (the lesson's checkpoint: tests/test_lessons.py)
 """
+import argparse
 import os
 import re
 import shutil
@@ -29,8 +31,8 @@ def commands(lesson_text):
     return found
 
 
-def course_tree(checkpoint, destination):
-    """A copy of the course as a learner has it at a checkpoint: the course's files, the checkpoint's code at the
+def course_tree(code, destination):
+    """A copy of the course as a learner has it: the course's files, the code files of the folder `code` at the
     top, in a git repository of its own with one commit."""
     listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
                             capture_output=True, text=True, check=True).stdout.split("\n")
@@ -39,7 +41,7 @@ def course_tree(checkpoint, destination):
         if name and name not in top_code and (ROOT / name).is_file():
             (destination / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, destination / name)
-    for source in Path(checkpoint).glob("*.py"):
+    for source in Path(code).glob("*.py"):
         shutil.copy2(source, destination / source.name)
     env = git_env()
     for command in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "the course"]):
@@ -67,12 +69,13 @@ def matches(shown, printed):
     return re.fullmatch("".join(parts), printed) is not None
 
 
-def run_lesson(lesson, show=False):
-    """Run a lesson's commands in a fresh course tree at its checkpoint; return the differences found."""
+def run_lesson(lesson, code, show=False):
+    """Run a lesson's commands in a fresh course tree with the code of the folder `code` (the lesson's own folder:
+    the reference); return the differences found."""
     lesson = Path(lesson).resolve()
     found, servers = [], []
     with tempfile.TemporaryDirectory() as scratch:
-        tree = course_tree(lesson.parent, Path(scratch) / "harness")
+        tree = course_tree(code, Path(scratch) / "harness")
         try:
             for command, shown in commands(lesson.read_text(encoding="utf-8")):
                 printed = background(command, tree, servers) if command.endswith(" &") else run(command, tree)
@@ -102,7 +105,27 @@ def background(command, tree, servers):
     return server.stdout.readline()
 
 
-if __name__ == "__main__":
-    problems = [problem for path in sys.argv[1:] for problem in run_lesson(path, show=True)]
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Run each command a lesson shows on your code, and compare what it "
+                                     "prints with what the lesson shows.")
+    parser.add_argument("lessons", nargs="+", type=Path, metavar="LESSON", help="a lesson, e.g. "
+                        "phases/01-loop/README.md (or its folder)")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--code", type=Path, metavar="DIR", default=ROOT, help="the folder whose .py files are your "
+                       "code (default: the repository root)")
+    which.add_argument("--reference", action="store_true", help="run the lesson's own checkpoint instead")
+    args = parser.parse_args(argv)
+    args.lessons = [lesson / "README.md" if lesson.is_dir() else lesson for lesson in args.lessons]
+    for lesson in args.lessons:
+        if not lesson.is_file() or not commands(lesson.read_text(encoding="utf-8", errors="replace")):
+            parser.error(f"{lesson}: no lesson with commands to run (give a phase's README.md, or its folder)")
+    if not args.code.is_dir():
+        parser.error(f"--code {args.code}: no such folder")
+    problems = [problem for lesson in args.lessons
+                for problem in run_lesson(lesson, lesson.parent if args.reference else args.code, show=True)]
     print("\n".join(problems) or "every command printed what the lesson shows")
-    sys.exit(1 if problems else 0)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,10 +1,13 @@
-"""Every lesson runs as written: each `$ command` of its console blocks, run in a fresh copy of the course at the
-lesson's checkpoint, prints what the lesson shows (tests/lessons.py). And the runner can fail."""
+"""Every lesson runs as written: each `$ command` of its console blocks, run in a fresh copy of the course with the
+lesson's checkpoint (the reference) at the top, prints what the lesson shows (tests/lessons.py). And the runner can
+fail, runs your code unless told otherwise, and says how to use it."""
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from helpers import checkpoints
-from lessons import commands, matches, run_lesson
+from helpers import ROOT, checkpoints
+from lessons import commands, main, matches, run_lesson
 
 LESSONS = [p / "README.md" for p in checkpoints()]
 STARTED = {}  # lesson -> a future of its problems: the lessons run side by side, each in a tree of its own
@@ -15,7 +18,7 @@ def test_every_command_of_the_lesson_prints_what_it_shows(lesson):
     assert commands(lesson.read_text(encoding="utf-8")), f"{lesson} shows no command to run"
     if not STARTED:
         pool = ThreadPoolExecutor(max_workers=3)
-        STARTED.update({path: pool.submit(run_lesson, path) for path in LESSONS})
+        STARTED.update({path: pool.submit(run_lesson, path, path.parent) for path in LESSONS})
     problems = STARTED[lesson].result()
     assert problems == [], "\n\n".join(problems)
 
@@ -30,7 +33,7 @@ def test_an_edited_output_in_a_lesson_fails_the_runner(tmp_path):
     text = lesson.read_text(encoding="utf-8")
     assert "I run on your machine" in text
     edited.write_text(text.replace("I run on your machine", "I run in the cloud", 1), encoding="utf-8")
-    problems = run_lesson(edited)
+    problems = run_lesson(edited, edited.parent)
     assert len(problems) == 1 and "I run in the cloud" in problems[0] and "$ python backend.py" in problems[0]
 
 
@@ -39,3 +42,29 @@ def test_the_runner_reads_ellipses_as_anything():
     assert matches("total: ... s\n", "total: 0.4 s\n")
     assert not matches("a\nb\n", "a\nc\n")
     assert not matches("a\n", "a\nextra\n")
+
+
+def test_the_runner_runs_your_code_unless_asked_for_the_reference(tmp_path):
+    """A lesson showing the first line of backend.py: by default the runner runs the repository root's (yours);
+    --code DIR runs DIR's; --reference runs the lesson's own folder, the checkpoint."""
+    lesson = tmp_path / "00-made-up" / "README.md"
+    lesson.parent.mkdir()
+    (lesson.parent / "backend.py").write_text("# the reference\n")
+    yours = (ROOT / "backend.py").read_text().splitlines()[0]
+    lesson.write_text(f"```console\n$ head -1 backend.py\n{yours}\n```\n")
+    assert main([str(lesson)]) == 0
+    assert main(["--reference", str(lesson)]) == 1
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "backend.py").write_text(yours + "\n")
+    assert main(["--code", str(mine), str(lesson)]) == 0
+
+
+@pytest.mark.parametrize("args, code", [(["--help"], 0), ([], 2), (["no/such/README.md"], 2),
+                                        (["--code", "no/such/dir", "phases/00-hello/README.md"], 2),
+                                        (["tests/lessons.py"], 2)])
+def test_the_runner_says_how_to_use_it(args, code):
+    """--help, no lesson, a lesson or a folder that is not there: a usage message, never a traceback."""
+    done = subprocess.run([sys.executable, "tests/lessons.py", *args], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == code and "usage: lessons.py" in done.stdout + done.stderr, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr

@@ -62,32 +62,38 @@ def test_a_groq_key_sends_the_prompt_to_groq_with_its_default_model(workspace, s
     assert result.returncode == 0 and result.stdout.strip() == "Paris.", f"it should print Paris.{shown(result)}"
     assert result.stderr == "", f"no notice when a key is set.{shown(result)}"
     request = server.requests[-1]
-    assert request["body"]["messages"] == [{"role": "user", "content": "Capital of France?"}], request["body"]
-    assert request["headers"]["authorization"] == "Bearer gsk_test", "send the key as the client's api_key"
+    assert request["body"]["messages"] == [{"role": "user", "content": "Capital of France?"}], (
+        f"the question should go as the one user message; the server got {request['body']['messages']}")
+    assert request["headers"]["authorization"] == f"Bearer {env['GROQ_API_KEY']}", (
+        "send the key as the client's api_key")
     assert request["body"]["model"] == "openai/gpt-oss-120b", f"groq's default model, not {request['body']['model']}"
 
 
 def test_openai_key_chooses_openai_when_there_is_no_groq_key(backend, server, monkeypatch):
     """OPENAI_API_KEY chooses openai when there is no Groq key, with openai's own default model."""
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    key = "sk-test"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
     monkeypatch.setenv("BASE_URL", server.url)
     server.push("hi")
     chosen = backend.choose()
-    assert chosen["name"] == "openai" and chosen["api_key"] == "sk-test", chosen
+    assert chosen.get("name") == "openai" and chosen.get("api_key") == key, f"choose() returned {chosen}"
     assert backend.complete("Hi", backend=chosen) == "hi"
-    assert server.requests[-1]["headers"]["authorization"] == "Bearer sk-test"
-    assert server.requests[-1]["body"]["model"] not in ("demo", "openai/gpt-oss-120b")
+    assert server.requests[-1]["headers"]["authorization"] == f"Bearer {key}", "send the key as the client's api_key"
+    assert server.requests[-1]["body"]["model"] not in ("demo", "openai/gpt-oss-120b"), (
+        f"openai's own default model, not {server.requests[-1]['body']['model']}")
 
 
 def test_backend_variable_wins_over_the_keys_and_model_overrides(backend, server, monkeypatch):
     """BACKEND wins over the keys found, MODEL replaces the backend's default model, BASE_URL its server."""
-    for name, value in {"GROQ_API_KEY": "gsk_unused", "BACKEND": "ollama", "BASE_URL": server.url,
-                        "MODEL": "llama-3.1-8b-instant"}.items():
+    settings = {"GROQ_API_KEY": "gsk_unused", "BACKEND": "ollama", "BASE_URL": server.url,
+                "MODEL": "llama-3.1-8b-instant"}
+    for name, value in settings.items():
         monkeypatch.setenv(name, value)
     server.push("hi")
     assert backend.complete("Hi") == "hi"
-    assert server.requests[-1]["body"]["model"] == "llama-3.1-8b-instant"
-    assert server.requests[-1]["headers"]["authorization"] != "Bearer gsk_unused", "ollama takes no Groq key"
+    assert server.requests[-1]["body"]["model"] == settings["MODEL"], (
+        f"MODEL should replace the model: the server was asked for {server.requests[-1]['body']['model']}")
+    assert settings["GROQ_API_KEY"] not in server.requests[-1]["headers"]["authorization"], "ollama takes no Groq key"
 
 
 def test_groq_without_a_key_is_one_message_and_exit_1(workspace):
@@ -138,7 +144,7 @@ def test_a_proxy_that_does_not_answer_is_named(backend, unused_port, monkeypatch
                 **dead_proxies(unused_port)}
     for name, value in settings.items():
         monkeypatch.setenv(name, value)
-    refusal(backend, "proxy", f"127.0.0.1:{unused_port}")
+    refusal(backend, "proxy", settings["HTTPS_PROXY"])
 
 
 def test_a_server_on_this_machine_is_reached_past_a_proxy(workspace, unused_port):

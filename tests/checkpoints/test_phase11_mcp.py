@@ -154,7 +154,7 @@ def test_a_server_that_cannot_start_is_one_clear_error(servers, server):
     assert "Traceback" not in done.stderr
 
 
-def test_a_server_gets_a_clean_environment_and_its_stderr_goes_to_the_trace(servers, server, monkeypatch):
+def test_a_server_gets_a_clean_environment_and_its_stderr_goes_to_the_trace(servers, server, monkeypatch, load):
     """A server starts with the environment commands get (never the API key); what it writes on stderr is kept in
     the trace; its long result is cut to MAX_CHARS; it ends with the run."""
     monkeypatch.setenv("DATABASE_URL", "postgres://me:hunter2@db/app")
@@ -166,7 +166,10 @@ def test_a_server_gets_a_clean_environment_and_its_stderr_goes_to_the_trace(serv
     assert kept and "hello on stderr" in kept[0]["stderr"], kept
     results, _, _ = run(servers, server, ("big__work", {}), args=("--mcp", "python mcp_servers.py big",
                                                                    "--mcp-trust", "big"))
-    assert len(results[0]) <= 4100 and "more characters cut" in results[0], results[0][-200:]
+    limit, sent = load("tools").MAX_CHARS, 10_000  # mcp_servers.py big: a text of 10,000 characters
+    assert len(results[0]) <= limit and "x" * 1000 in results[0], (
+        f"a text of {sent} characters should come back cut to at most MAX_CHARS ({limit}), its note included; the "
+        f"result has {len(results[0])} characters, {results[0].count('x')} of them the text's")
 
 
 def test_a_tool_description_is_untrusted_input(servers, server):

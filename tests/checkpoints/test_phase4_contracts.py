@@ -78,8 +78,11 @@ def test_a_bad_call_is_refused_with_what_is_wrong_and_the_right_shape(load, name
     missing = [word for word in says if word not in message]
     assert not missing, f"the error {message!r} should mention {missing}"
     if name in tools.REGISTRY:
-        assert "Call it as {" in message, f"end the error with the right shape: {message!r}"
-        shape = json.loads(message.split("Call it as ", 1)[1])
+        assert "Call it as " in message, f"end the error with `Call it as ` and the right shape: {message!r}"
+        try:
+            shape = json.loads(message.split("Call it as ", 1)[1])
+        except ValueError:
+            raise AssertionError(f"after `Call it as ` should come a JSON object, the right shape: {message!r}")
         schema = tools.REGISTRY[name]["parameters"]
         assert set(schema.get("required", [])) <= set(shape), f"the shape should show every required argument: {shape}"
         assert tools.problem(shape, schema) is None, f"the shape itself should be a good call: {shape}"
@@ -134,8 +137,11 @@ def test_done_when_a_malformed_call_gets_an_error_and_the_next_call_succeeds(wor
                 "The notes say: the notes.")
     result = run_python(workspace, "harness.py", "Read notes.txt", env=groq_env(server))
     assert result.returncode == 0, result.stderr
-    first, second = [m["content"] for m in server.requests[-1]["body"]["messages"] if m["role"] == "tool"]
-    assert first.startswith("error: read_file:") and "Call it as {" in first, first
+    results = [m["content"] for m in server.requests[-1]["body"]["messages"] if m["role"] == "tool"]
+    assert len(results) == 2, f"two calls, two results; the model got {results}"
+    first, second = results
+    assert first.startswith("error: read_file:") and "Call it as " in first, (
+        f"the model should get `error: read_file: ...` ending with `Call it as ` and the right shape: {first!r}")
     assert "the notes" not in first, "a call that breaks its contract must not run"
     assert second.startswith("the notes\n"), f"the corrected call should read the file, but got {second!r}"
     assert result.stdout.splitlines()[-1] == "The notes say: the notes.", result.stdout
@@ -147,6 +153,7 @@ def test_done_when_the_demo_model_fixes_its_write_from_the_error(workspace, proj
     result = run_python(workspace, "harness.py", "--workspace", str(project), 'Write "hello" to notes.txt',
                         input="y\n", env={"BACKEND": "demo"})
     assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) >= 2, f"two `[step] write_file` lines: {result.stdout!r}"
     first, second = result.stdout.splitlines()[:2]
     assert first.startswith("[1] write_file") and '"text"' in first, first
     assert second.startswith("[2] write_file") and '"content"' in second, second
@@ -163,8 +170,10 @@ def test_read_file_pages_and_says_how_to_read_on(load, workspace):
     assert first.startswith("line 1\n") and "line 200\n" in first and "line 201" not in first, first[-200:]
     assert first.splitlines()[-1] == "[lines 1-200 of 500; call read_file with offset=201 to read on]", \
         f"the last line should say how to read on: {first.splitlines()[-1]!r}"
-    assert [line for line in tools.read_file(policy, "big.txt", offset=11, limit=2).splitlines() if line] == [
-        "line 11", "line 12", "[lines 11-12 of 500; call read_file with offset=13 to read on]"]
+    offset, limit = 11, 2
+    page = [line for line in tools.read_file(policy, "big.txt", offset=offset, limit=limit).splitlines() if line]
+    assert page == [f"line {offset}", f"line {offset + 1}", f"[lines {offset}-{offset + limit - 1} of 500; call "
+                    f"read_file with offset={offset + limit} to read on]"], f"read_file(offset=11, limit=2) gave {page}"
     last = tools.read_file(policy, "big.txt", offset=401)
     assert last.rstrip("\n").endswith("line 500"), "the last page ends the file"
 
@@ -216,7 +225,7 @@ def test_a_declined_write_leaves_the_file_byte_for_byte(load, project, server):
     assert answer == "ok" and (project / "data.txt").read_bytes() == original, "a no must leave the file as it was"
     assert len(questions) == 1, questions
     lines = questions[0].splitlines()
-    assert lines[0] == lines[-1] and lines[0].startswith("Write data.txt: ") and "+new" in lines, questions[0]
+    assert lines[0] == lines[-1] and lines[0].startswith("Write data.txt: ") and "+" + "new" in lines, questions[0]
     told = server.requests[-1]["body"]["messages"][-1]["content"]
     assert told.startswith("error:") and "declined" in told, told
 
@@ -230,7 +239,8 @@ def test_an_approved_write_makes_exactly_the_change_shown(load, project, server)
     load("harness").run("Change it", backend=scripted_backend(server), approve=lambda q: shown.append(q) or True,
                         policy=load("guards").policy(project))
     assert (project / "data.txt").read_bytes() == new.encode(), "write exactly the content, no newline added"
-    assert "-beta" in shown[0] and "+BETA" in shown[0] and "+delta" in shown[0], shown[0]
+    assert shown, "a write should ask first, showing the diff"
+    assert all(line in shown[0] for line in ("-" + "beta", "+" + "BETA", "+" + "delta")), shown[0]
 
 
 @pytest.mark.files(*TOOLS_ONLY)
@@ -242,13 +252,15 @@ def test_the_question_is_made_safe_and_a_long_diff_is_cut(load, project):
     policy = guards.policy(project)
     question = tools.write_question(policy, "trap.txt", "ok\x1b[2J\rgone\n")
     assert "\x1b" not in question and "\r" not in question and "\\x1b" in question, repr(question)
-    (project / "long.txt").write_text("".join(f"old {n}\n" for n in range(300)))
-    question = tools.write_question(policy, "long.txt", "".join(f"new {n}\n" for n in range(300)))
+    changed = 300
+    (project / "long.txt").write_text("".join(f"old {n}\n" for n in range(changed)))
+    question = tools.write_question(policy, "long.txt", "".join(f"new {n}\n" for n in range(changed)))
     lines = question.splitlines()
-    assert lines[0] == lines[-1] and "+300" in lines[0] and "-300" in lines[0], lines[0]
-    screen = guards.fit(question, 24, 80).splitlines()
-    assert len(screen) <= 24 and screen[0] == lines[0] and screen[-1] == lines[-1], screen
-    assert any("hidden" in line and str(len(lines) - 23) in line for line in screen), screen
+    assert lines[0] == lines[-1] and f"+{changed}" in lines[0] and f"-{changed}" in lines[0], lines[0]
+    rows = 24
+    screen = guards.fit(question, rows, 80).splitlines()
+    assert len(screen) <= rows and screen[0] == lines[0] and screen[-1] == lines[-1], screen
+    assert any(str(len(lines) - rows + 1) in line for line in screen), f"say how many lines were hidden: {screen}"
     huge = tools.write_question(policy, "long.txt", "x\n" * (tools.MAX_DIFF_LINES + 1))
     assert "@@" not in huge and "long.txt" in huge, huge[:300]
 
