@@ -14,7 +14,7 @@ VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # the versi
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"  # where in _meta a modern request names its version
 CACHE_HINTS = {"ttlMs": 3_600_000, "cacheScope": "public"}  # a list may be kept an hour, by anyone: tools never change
 STRUCTURED_SINCE = "2025-06-18"  # the first version whose tool results may carry structuredContent
-SERVER_INFO = {"name": "ticket-server", "version": "1.0"}
+SERVER_INFO = {"name": "tickets", "version": "1.0"}
 LABELS = ("billing", "bug", "account", "feature-request")
 TICKETS = {
     "DEMO-42": {"id": "DEMO-42", "title": "Charged twice for one order",

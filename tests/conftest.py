@@ -14,6 +14,7 @@ import sys
 import threading
 from pathlib import Path
 
+import helpers
 import pytest
 from helpers import ROOT, checkpoints, copy_code, demo_model, fingerprint
 
@@ -71,8 +72,11 @@ PRESSED = []  # a SIGINT for each time the person pressed Ctrl-C (the signal to 
 
 def pressed(signum, frame):
     """Ctrl-C: noted, then the KeyboardInterrupt Python raises for it. A KeyboardInterrupt that comes without this
-    note was raised by code (your run() let one out): that is one test's failure, not the end of the session."""
-    PRESSED.append(signum)
+    note was raised by code (your run() let one out): that is one test's failure, not the end of the session. A
+    test that presses Ctrl-C itself (helpers.press_ctrl_c()) is no person pressing it."""
+    if not helpers.PRESSED_BY_A_TEST:
+        PRESSED.append(signum)
+    helpers.PRESSED_BY_A_TEST.clear()
     signal.default_int_handler(signum, frame)
 
 

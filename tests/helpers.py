@@ -5,6 +5,7 @@ import multiprocessing
 import os
 import runpy
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -43,6 +44,15 @@ def path_without_bubblewrap(folder):
             if program.name != "bwrap" and not (bare / program.name).exists():
                 (bare / program.name).symlink_to(program)
     return str(bare)
+
+
+PRESSED_BY_A_TEST = []  # set while a test's own Ctrl-C is on its way, so conftest does not take it for yours
+
+
+def press_ctrl_c():
+    """Send this process the SIGINT that Ctrl-C sends, as a test of what the code under test does with it."""
+    PRESSED_BY_A_TEST.append(True)
+    os.kill(os.getpid(), signal.SIGINT)
 
 
 def checkpoints():

@@ -43,7 +43,7 @@ def handshake(request):
     elif MODE != "silent":
         version = MODE.split("=")[1] if MODE.startswith("version=") else request["params"]["protocolVersion"]
         send({"id": request["id"], "result": {"protocolVersion": version, "capabilities": {"tools": {}},
-                                              "serverInfo": {"name": "mcp_servers", "version": MODE}}})
+                                              "serverInfo": {"name": MODE, "version": "1"}}})
 
 
 def tools_page(request):

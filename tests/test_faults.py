@@ -16,8 +16,8 @@ import threading
 import time
 
 import pytest
-from helpers import (ROOT, clean_env, groq_env, run_python, running_commands, scripted_backend, since_first_request,
-                     tool_calls, trace_records)
+from helpers import (ROOT, clean_env, groq_env, press_ctrl_c, run_python, running_commands, scripted_backend,
+                     since_first_request, tool_calls, trace_records)
 
 PHASE = 5
 GRACE = 1  # seconds past the deadline the run's report may take (harness.GRACE, phase 6)
@@ -76,7 +76,7 @@ def test_ctrl_c_while_tools_run_leaves_a_history_that_continues(harness, server,
 
     def interrupt():  # Ctrl-C once a command runs, and only while run() is still running
         if wait_for(lambda: running_commands("sleep 31.5"), 30) and running.is_set():
-            os.kill(os.getpid(), signal.SIGINT)
+            press_ctrl_c()
 
     running.set()
     threading.Thread(target=interrupt, daemon=True).start()

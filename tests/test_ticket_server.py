@@ -18,7 +18,7 @@ DEMO_42 = {"id": "DEMO-42", "title": "Charged twice for one order",
            "labels": [], "version": 3}
 LESSON = ROOT / "phases" / "11-mcp"  # the lines the lesson has a learner paste into `python ticket_server.py`
 MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
-SERVER_INFO = {"io.modelcontextprotocol/serverInfo": {"name": "ticket-server", "version": "1.0"}}
+SERVER_INFO = {"io.modelcontextprotocol/serverInfo": {"name": "tickets", "version": "1.0"}}
 
 
 def run(*lines):
@@ -74,7 +74,7 @@ def test_the_lessons_stateless_lines_get_the_lessons_answers_in_mcp_2026_07_28()
 def test_the_lessons_handshake_lines_get_the_lessons_answers_in_mcp_2025_11_25():
     printed = run(*(LESSON / "handshake.txt").read_text().splitlines())
     assert printed[0] == ('{"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-11-25", "capabilities": '
-                          '{"tools": {}}, "serverInfo": {"name": "ticket-server", "version": "1.0"}}}')
+                          '{"tools": {}}, "serverInfo": {"name": "tickets", "version": "1.0"}}}')
     assert len(printed) == 2  # none for the notification
     assert json.loads(printed[1])["result"] == {**said(json.dumps(DEMO_42)), "structuredContent": DEMO_42}
 

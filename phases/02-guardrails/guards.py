@@ -83,11 +83,6 @@ def inside_workspace(policy, path):
     return full
 
 
-def ask(policy, kind, question):
-    """The question, unless the policy approved this kind of call in advance (--yes)."""
-    return None if kind in policy.unasked else question
-
-
 def plain(policy, command):
     """The command as an argument list, when it may run without asking: a READ_ONLY program with only its listed
     options, every file inside the workspace and no secret, and nothing a shell would read. Else None.

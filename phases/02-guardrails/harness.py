@@ -88,7 +88,8 @@ def run_tool(call, approve, policy):
         return "error: the arguments must be a JSON object, e.g. {\"path\": \"README.md\"}."
     try:
         action, question = plan(policy, REGISTRY[name], args)
-        if question and approve(question) is not True:  # only a yes is a yes: not 1, not "yes", not None
+        asked = question and REGISTRY[name]["kind"] not in policy.unasked  # not approved in advance (--yes)
+        if asked and approve(question) is not True:  # only a yes is a yes: not 1, not "yes", not None
             return "error: the user declined this call; do not try it again, find another way or answer"
         return truncate(str(action()))
     except ToolError as error:  # refused: the message says why

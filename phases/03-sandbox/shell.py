@@ -72,9 +72,12 @@ def run(argv, policy, write=False):
 
 
 def environment(path):
-    """What a child process gets of the harness's environment: VARIABLES, and path as its PATH (os.defpath if it is
-    empty: an empty PATH would make sh look in the current folder, and so does cmd unless told not to)."""
-    return {**{name: os.environ[name] for name in VARIABLES if name in os.environ}, "PATH": path or os.defpath,
+    """What a child process gets of the harness's environment: VARIABLES, and as its PATH path, then the system's
+    own folders (all a sandbox shows of PATH). An empty PATH would make sh look in the current folder, and so does
+    cmd unless told not to."""
+    system = [folder for folder in os.defpath.split(os.pathsep) if os.path.isabs(folder)]
+    return {**{name: os.environ[name] for name in VARIABLES if name in os.environ},
+            "PATH": os.pathsep.join(dict.fromkeys([*filter(None, path.split(os.pathsep)), *system])),
             **({"NoDefaultCurrentDirectoryInExePath": "1"} if os.name == "nt" else {})}
 
 

@@ -25,8 +25,9 @@ def truncate(text, limit=MAX_CHARS):
 
 def plan(policy, tool, args):
     """Decide what a checked call of a tool will do: returns (action, question). action() runs exactly what was
-    decided; question is what a person must approve first, or None. Raises guards.Refused for what nobody may
-    approve. A tool that only reads runs as asked; the others say how they are decided (tool["decide"])."""
+    decided; question is what a person must approve first (unless the policy approved tool["kind"] in advance), or
+    None. Raises guards.Refused for what nobody may approve. A tool that only reads runs as asked; the others say
+    how they are decided (tool["decide"])."""
     if tool["decide"] is None:
         return partial(tool["function"], policy, **args), None
     return tool["decide"](policy, args)
@@ -43,7 +44,7 @@ def decide_command(policy, args):
     if argv:  # it runs as this list of words, with no shell to read anything into them, and changes nothing
         return partial(shell.run, argv, policy), None
     action = partial(shell.run, shell.shell_argv(command), policy, write=True)
-    return action, guards.ask(policy, "command", guards.question(f"Run: {command}"))
+    return action, guards.question(f"Run: {command}")
 
 
 def read_file(policy, path):
@@ -67,9 +68,9 @@ def run_shell(policy, command):
     return action()
 
 
-REGISTRY = {  # name: the function that runs a call, how a call is decided (None: it only reads), what the model reads
+REGISTRY = {
     "read_file": {
-        "function": read_file, "decide": None,
+        "function": read_file, "decide": None, "kind": None,
         "description": "Read a text file in the workspace and return its contents. Long files are cut after 4000 "
                        "characters. Use a path relative to the workspace, such as README.md or src/app.py. "
                        "Secret files such as .env are refused.",
@@ -80,7 +81,7 @@ REGISTRY = {  # name: the function that runs a call, how a call is decided (None
         },
     },
     "list_dir": {
-        "function": list_dir, "decide": None,
+        "function": list_dir, "decide": None, "kind": None,
         "description": "List the files and folders in a workspace directory (folders end with /). "
                        "Call this first to see what exists before you read anything.",
         "parameters": {
@@ -90,7 +91,7 @@ REGISTRY = {  # name: the function that runs a call, how a call is decided (None
         },
     },
     "run_shell": {
-        "function": run_shell, "decide": decide_command,
+        "function": run_shell, "decide": decide_command, "kind": "command",
         "description": "Run a command in the workspace and return its exit code and output. Read-only commands "
                        "(ls, cat, head, tail, wc, grep) run at once; anything else waits for the user's approval "
                        "and may be declined. Commands time out after 10 s.",

@@ -83,7 +83,8 @@ def run_tool(call, approve, policy):
     name = call.function.name
     try:
         action, question = plan(policy, REGISTRY[name], check_call(name, call.function.arguments))
-        if question and approve(question) is not True:  # only a yes is a yes: not 1, not "yes", not None
+        asked = question and REGISTRY[name]["kind"] not in policy.unasked  # not approved in advance (--yes)
+        if asked and approve(question) is not True:  # only a yes is a yes: not 1, not "yes", not None
             return "error: the user declined this call; do not try it again, find another way or answer"
         return truncate(mask(policy, str(action())))  # masked before it is cut: a cut could split a secret
     except ToolError as error:  # refused: the message says why

@@ -16,7 +16,6 @@ import shutil
 import stat
 import sys
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
 import guards
@@ -155,7 +154,8 @@ def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=N
     except Exception as error:  # a fault of ours, or of a library's: the run still ends with a status and a record
         result.status, result.error = "internal_error", f"{type(error).__name__}: {error}"
     result.seconds = round(time.monotonic() - started, 3)
-    answer_every_call(settings, result)
+    if result.status != "answered":  # an answered run has every call answered
+        answer_every_call(settings, result)
     try:
         settings.trace.record("end", status=result.status, answer=result.answer, error=result.error,
                               steps=result.steps, tool_calls=result.tool_calls, usage=result.usage,
@@ -216,7 +216,13 @@ def run_tools(settings, result, calls):
     decided = [decide(settings, result, call) for call in calls]
     for call, action, _ in decided:
         began = time.monotonic()
-        text, failed = action() if callable(action) else action  # an action that will not run is its outcome
+        try:
+            text, failed = (str(action()), False) if callable(action) else action  # nothing to run: its outcome
+        except ToolError as error:
+            text, failed = f"error: {error}", True
+        except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
+            text, failed = f"error: {type(error).__name__}: {error}", True
+        text = truncate(mask(settings.policy, text))  # masked before it is cut: a cut could split a secret
         result.messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
         settings.trace.record("tool", step=result.steps, id=call.id, name=call.function.name,
                               arguments=call.function.arguments, is_error=failed, result=text,
@@ -231,24 +237,16 @@ def decide(settings, result, call):
     if result.tool_calls > settings.limits.max_tool_calls:
         return call, ("error: not run: the run is out of tool calls (its tool-call budget)", True), False
     try:
-        args = check_call(call.function.name, call.function.arguments)
-        action, question = plan(settings.policy, REGISTRY[call.function.name], args)
-        if question and settings.approve(question) is not True:  # only a yes is a yes: not 1, not "yes"
+        args = check_call(call.function.name, call.function.arguments)  # first: it knows no tool by that name
+        tool = REGISTRY[call.function.name]
+        action, question = plan(settings.policy, tool, args)
+        asked = question and tool["kind"] not in settings.policy.unasked  # not approved in advance (--yes)
+        if asked and settings.approve(question) is not True:  # only a yes is a yes: not 1, not "yes"
             return call, ("error: the user declined this call; do not try it again, find another way or answer",
                           True), True
-        return call, partial(tool_result, settings.policy, action), bool(question)
+        return call, action, bool(question)
     except ToolError as error:  # refused, or a broken call: the message says why
         return call, (truncate(f"error: {error}"), True), False
-
-
-def tool_result(policy, action):
-    """Run a decided action; whatever it returns or raises becomes an outcome the model can read: (text, failed)."""
-    try:
-        return truncate(mask(policy, str(action()))), False  # masked before it is cut: a cut could split a secret
-    except ToolError as error:
-        return truncate(mask(policy, f"error: {error}")), True
-    except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
-        return truncate(mask(policy, f"error: {type(error).__name__}: {error}")), True
 
 
 def answer_every_call(settings, result):

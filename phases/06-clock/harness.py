@@ -157,9 +157,11 @@ def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=N
         result.status = "interrupted"
     except Exception as error:  # a fault of ours, or of a library's: the run still ends with a status and a record
         result.status, result.error = "internal_error", f"{type(error).__name__}: {error}"
-    shell.stop_all()  # nothing a command started outlives the run
+    for process in list(shell.RUNNING):  # nothing a command started outlives the run
+        shell.stop(process)
     result.seconds = round(time.monotonic() - started, 3)
-    answer_every_call(settings, result)
+    if result.status != "answered":  # an answered run has every call answered
+        answer_every_call(settings, result)
     try:
         settings.trace.record("end", status=result.status, answer=result.answer, error=result.error,
                               steps=result.steps, tool_calls=result.tool_calls, usage=result.usage,
@@ -217,7 +219,8 @@ def ask(settings, result):
 
 def run_tools(settings, result, calls):
     """Run one reply's tool calls: each decided first; then the unasked ones run side by side, then the approved
-    ones, so nothing a person agreed to changes what the others were checked against. Each gets a tool message."""
+    ones, so nothing a person agreed to changes what the others were checked against. Each gets a tool message,
+    and a record saying whether it failed."""
     decided = [decide(settings, result, call) for call in calls]
     outcomes = {}
     for asked in (False, True):
@@ -226,8 +229,16 @@ def run_tools(settings, result, calls):
         for (call, action), box in zip(batch, at_once([action for _, action in batch], until)):
             outcomes[call.id] = box
     for call, action, _ in decided:
-        box = outcomes.get(call.id, {"value": action})  # an action that did not run is its outcome already
-        text, failed = box.get("value", (f"error: {box.get('error') or 'not finished by the deadline'}", True))
+        box = outcomes.get(call.id, {})
+        if not callable(action):  # nothing ran: its outcome was decided, (text, failed)
+            text, failed = action
+        elif "value" in box:
+            text, failed = str(box["value"]), False
+        else:  # it raised, or did not finish in time: the model hears why
+            error, failed = box.get("error"), True
+            text = (f"error: {error}" if isinstance(error, ToolError) else
+                    f"error: {type(error).__name__}: {error}" if error else "error: not finished by the deadline")
+        text = truncate(mask(settings.policy, text))  # masked before it is cut: a cut could split a secret
         result.messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
         settings.trace.record("tool", step=result.steps, id=call.id, name=call.function.name,
                               arguments=call.function.arguments, is_error=failed, result=text,
@@ -244,25 +255,17 @@ def decide(settings, result, call):
     if result.tool_calls > settings.limits.max_tool_calls:
         return call, ("error: not run: the run is out of tool calls (its tool-call budget)", True), False
     try:
-        args = check_call(call.function.name, call.function.arguments)
+        args = check_call(call.function.name, call.function.arguments)  # first: it knows no tool by that name
+        tool = REGISTRY[call.function.name]
         action, question = within(settings.deadline, "the harness to decide the call", partial(
-            plan, settings.policy, REGISTRY[call.function.name], args, settings.deadline))
-        if question and within(settings.deadline, "your answer", partial(settings.approve, question)) is not True:
+            plan, settings.policy, tool, args, settings.deadline))
+        asked = question and tool["kind"] not in settings.policy.unasked  # not approved in advance (--yes)
+        if asked and within(settings.deadline, "your answer", partial(settings.approve, question)) is not True:
             return call, ("error: the user declined this call; do not try it again, find another way or answer",
                           True), True
-        return call, partial(tool_result, settings.policy, action), bool(question)
+        return call, action, bool(question)
     except ToolError as error:  # refused, or a broken call: the message says why
         return call, (truncate(f"error: {error}"), True), False
-
-
-def tool_result(policy, action):
-    """Run a decided action; whatever it returns or raises becomes an outcome the model can read: (text, failed)."""
-    try:
-        return truncate(mask(policy, str(action()))), False  # masked before it is cut: a cut could split a secret
-    except ToolError as error:
-        return truncate(mask(policy, f"error: {error}")), True
-    except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
-        return truncate(mask(policy, f"error: {type(error).__name__}: {error}")), True
 
 
 def at_once(functions, deadline):

@@ -14,8 +14,8 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
+from stat import S_ISREG
 
 from dotenv import dotenv_values
 
@@ -49,6 +49,9 @@ CREDENTIALS = re.compile(
 VALUE = rb"[^\s'\"<>$(){}\[\],;]"
 PASSWORD_LINE = re.compile(rb"(?P<line>(?:pass(?:word|wd)?|pwd|secret|token|key|auth)['\"]?(?:\s*[:=>]\s*|\s+)['\"]?"
                            rb"(?=" + VALUE + rb"*\d)(?=" + VALUE + rb"*[a-z])" + VALUE + rb"{8,})")
+KINDS_OF_SECRET = {"key": "a private key", "token": "an API token", "url": "a URL with a password",
+                   "line": "a password or token", "pgpass": "a password"}
+JUDGED = {}  # (path, inode, size, time, the secrets known) -> what holds_secret() found in that version of the file
 MAX_READ = 10_000_000  # bytes of a file the secret rules read, all a tool reads of it: a longer file asks to be run on
 # Programs that only read, and the options each may take without asking; "=" marks an option that takes a
 # value. Their other words are files, checked like read_file's paths, except echo's words and grep's pattern.
@@ -130,28 +133,20 @@ def is_secret(path):
 
 def holds_secret(policy, full):
     """What a file holds that is a secret, by its content, or "" (for a folder too): the value of a secret the
-    harness knows, or a credential (CREDENTIALS, PASSWORD_LINE). Each version of a file is read once.
-    Example: a file holding "-----BEGIN OPENSSH PRIVATE KEY-----" -> "a private key" """
+    harness knows, or a credential (CREDENTIALS, PASSWORD_LINE). Each version of a file is read once (JUDGED).
+    Example: a file holding "-----BEGIN OPENSSH PRIVATE KEY-----" and its key -> "a private key" """
     try:
         stat = os.stat(full)
-    except (OSError, ValueError):
+        version = (str(full), stat.st_ino, stat.st_size, stat.st_mtime_ns, tuple(policy.secrets.items()))
+        if version not in JUDGED and S_ISREG(stat.st_mode):
+            with open(os.open(full, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as file:  # a pipe: no wait
+                data = file.read(MAX_READ)
+            known = next((name for value, name in policy.secrets.items() if value.encode() in data), None)
+            found = CREDENTIALS.search(data) or PASSWORD_LINE.search(data.lower())
+            JUDGED[version] = f"the value of {known}" if known else KINDS_OF_SECRET[found.lastgroup] if found else ""
+    except (OSError, ValueError):  # gone, unreadable, or a name no file can have: nothing to read, nothing held
         return ""
-    return judged(str(full), stat.st_ino, stat.st_size, stat.st_mtime_ns, tuple(policy.secrets.items()))
-
-
-@lru_cache(maxsize=100_000)
-def judged(path, inode, size, modified, secrets):
-    """holds_secret() of one version of a file (its inode, size and time say which)."""
-    try:
-        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as file:  # a pipe must not block
-            data = file.read(MAX_READ) if os.path.isfile(path) else b""
-    except OSError:
-        return ""
-    known = next((name for value, name in secrets if value.encode() in data), None)
-    found = CREDENTIALS.search(data) or PASSWORD_LINE.search(data.lower())
-    kind = {"key": "a private key", "token": "an API token", "url": "a URL with a password",
-            "line": "a password or token", "pgpass": "a password"}
-    return f"the value of {known}" if known else kind[found.lastgroup] if found else ""
+    return JUDGED.get(version, "")
 
 
 def inside_workspace(policy, path):
@@ -190,17 +185,13 @@ def sealed(policy):
     ws, skip = policy.workspace, (Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve())  # Python's, read-only
     read_only, hidden = list(dict.fromkeys(place for place in policy.own if place.is_relative_to(ws))), []
     for folder, folders, files in os.walk(ws):
-        folders[:] = [name for name in folders if Path(folder, name) not in skip and name != "objects"]
-        read_only += [Path(folder, name) for name in folders + files if name == ".git"]
-        in_git = ".git" in Path(folder).relative_to(ws).parts  # git's own files are judged by content alone
-        hidden += [Path(folder, name) for name in files if holds_secret(policy, Path(folder, name)) or
-                   (not in_git and is_secret(Path(folder, name).relative_to(ws)))]
+        here = Path(folder)
+        in_git = ".git" in here.relative_to(ws).parts  # git's own files are judged by content alone
+        folders[:] = [name for name in folders if here / name not in skip and not (in_git and name == "objects")]
+        read_only += [here / name for name in folders + files if name == ".git"]
+        files = [here / name for name in files if not (here / name).is_symlink()]  # a link: its target is judged
+        hidden += [file for file in files if holds_secret(policy, file) or (not in_git and is_secret(file))]
     return read_only, hidden
-
-
-def ask(policy, kind, question):
-    """The question, unless the policy approved this kind of call in advance (--yes)."""
-    return None if kind in policy.unasked else question
 
 
 def plain(policy, command):

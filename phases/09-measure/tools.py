@@ -65,7 +65,10 @@ def problem(value, schema, where=""):
     not 1'"""
     name = f'argument "{where}"' if where else "the arguments"
     kinds = [schema["type"]] if isinstance(schema.get("type"), str) else schema.get("type", [])  # "string", or a list
-    if kinds and not any(fits(value, kind) for kind in kinds):
+    if not set(kinds) <= JSON_TYPES.keys():
+        raise TypeError(f"a type JSON schema does not have, in {kinds}")
+    if kinds and not any(isinstance(value, JSON_TYPES[kind]) and isinstance(value, bool) == (kind == "boolean")
+                         for kind in kinds):  # True is an int to Python, not to JSON
         wanted = f"of type {' or '.join(kinds)}" if where else "a JSON object"
         return f"{name} must be {wanted}, not {json.dumps(value)[:50]}"
     if "enum" in schema and value not in schema["enum"]:
@@ -87,17 +90,11 @@ def problem(value, schema, where=""):
     return None
 
 
-def fits(value, kind):
-    """True when a JSON value is of a JSON schema type (True is an int to Python, not to JSON). Unknown: None."""
-    if kind not in JSON_TYPES:
-        raise TypeError(f"a type {kind!r}, which JSON schema does not have")
-    return isinstance(value, JSON_TYPES[kind]) and isinstance(value, bool) == (kind == "boolean")
-
-
 def plan(policy, tool, args, deadline=None):
     """Decide what a checked call of a tool will do: returns (action, question). action() runs exactly what was
-    decided; question is what a person must approve first, or None. Raises guards.Refused for what nobody may
-    approve. A tool that only reads runs as asked; the others say how they are decided (tool["decide"])."""
+    decided; question is what a person must approve first (unless the policy approved tool["kind"] in advance), or
+    None. Raises guards.Refused for what nobody may approve. A tool that only reads runs as asked; the others say
+    how they are decided (tool["decide"])."""
     if tool["decide"] is None:
         return partial(tool["function"], policy, **args), None
     return tool["decide"](policy, args, deadline)
@@ -114,13 +111,13 @@ def decide_command(policy, args, deadline=None):
     if argv:  # it runs as this list of words, with no shell to read anything into them, and changes nothing
         return partial(shell.run, argv, policy, deadline=deadline), None
     action = partial(shell.run, shell.shell_argv(command), policy, write=True, deadline=deadline)
-    return action, guards.ask(policy, "command", guards.question(f"Run: {command}"))
+    return action, guards.question(f"Run: {command}")
 
 
 def decide_write(policy, args, deadline=None):
     """A write asks, showing its diff; it runs only on a file the model may change."""
-    question = write_question(policy, args["path"], args["content"])
-    return partial(write_file, policy, args["path"], args["content"]), guards.ask(policy, "write", question)
+    action = partial(write_file, policy, args["path"], args["content"])
+    return action, write_question(policy, args["path"], args["content"])
 
 
 def read_file(policy, path: str, offset: int = 1, limit: int = PAGE_LINES) -> str:
@@ -198,9 +195,11 @@ def write_question(policy, path, content):
     return guards.question(summary, *diff)
 
 
-REGISTRY = {  # name: the function that runs a call, how a call is decided (None: it only reads), what the model reads
+# name: the function that runs a call; how a call is decided (None: it only reads, and runs as asked); the kind of
+# call a person approves (one of guards.KINDS; --yes approves them in advance); what the model reads
+REGISTRY = {
     "read_file": {
-        "function": read_file, "decide": None,
+        "function": read_file, "decide": None, "kind": None,
         "description": "Read a text file in the workspace, 200 lines at a time. When there is more, the result "
                        "ends with the offset to read on from. Use a path relative to the workspace, such as "
                        "README.md or src/app.py. Secret files such as .env are refused.",
@@ -215,7 +214,7 @@ REGISTRY = {  # name: the function that runs a call, how a call is decided (None
         },
     },
     "list_dir": {
-        "function": list_dir, "decide": None,
+        "function": list_dir, "decide": None, "kind": None,
         "description": "List the files and folders in a workspace directory (folders end with /). "
                        "Call this first to see what exists before you read anything.",
         "parameters": {
@@ -226,7 +225,7 @@ REGISTRY = {  # name: the function that runs a call, how a call is decided (None
         },
     },
     "run_shell": {
-        "function": run_shell, "decide": decide_command,
+        "function": run_shell, "decide": decide_command, "kind": "command",
         "description": "Run a command in the workspace and return its exit code and output. Read-only commands "
                        "(ls, cat, head, tail, wc, grep) run at once; anything else waits for the user's approval "
                        "and may be declined. Commands time out after 10 s.",
@@ -238,7 +237,7 @@ REGISTRY = {  # name: the function that runs a call, how a call is decided (None
         },
     },
     "write_file": {
-        "function": write_file, "decide": decide_write,
+        "function": write_file, "decide": decide_write, "kind": "write",
         "description": "Replace the whole text of a workspace file, or create it. The user sees the diff and "
                        "must approve it; if they decline, the file is left as it was.",
         "parameters": {

@@ -75,9 +75,12 @@ def run(argv, policy, write=False, deadline=None):
 
 
 def environment(path):
-    """What a child process gets of the harness's environment: VARIABLES, and path as its PATH (os.defpath if it is
-    empty: an empty PATH would make sh look in the current folder, and so does cmd unless told not to)."""
-    return {**{name: os.environ[name] for name in VARIABLES if name in os.environ}, "PATH": path or os.defpath,
+    """What a child process gets of the harness's environment: VARIABLES, and as its PATH path, then the system's
+    own folders (all a sandbox shows of PATH). An empty PATH would make sh look in the current folder, and so does
+    cmd unless told not to."""
+    system = [folder for folder in os.defpath.split(os.pathsep) if os.path.isabs(folder)]
+    return {**{name: os.environ[name] for name in VARIABLES if name in os.environ},
+            "PATH": os.pathsep.join(dict.fromkeys([*filter(None, path.split(os.pathsep)), *system])),
             **({"NoDefaultCurrentDirectoryInExePath": "1"} if os.name == "nt" else {})}
 
 
@@ -157,12 +160,6 @@ def adopt():
     comes back to the harness to be ended (reap()), not to init. Elsewhere nothing: the group is all there is."""
     if sys.platform.startswith("linux") and os.path.isdir("/proc"):
         ctypes.CDLL(None).prctl(SUBREAPER, 1, 0, 0, 0)
-
-
-def stop_all():
-    """Kill every command still running: a run that ends leaves nothing behind."""
-    for process in list(RUNNING):
-        stop(process)
 
 
 def shell_argv(command):

@@ -264,7 +264,10 @@ def checked(data):
     list of parts, arguments as an object, a missing id, usage that does not count, an unknown finish_reason."""
     try:
         choice = next(c for c in data["choices"] if c.get("index", 0) == 0)
-        message = {**choice["message"], "role": "assistant", "content": text(choice["message"].get("content"))}
+        content = choice["message"].get("content")  # a str, or a list of parts: [{"type": "text", "text": "hi"}]
+        if isinstance(content, list):
+            content = "".join(str(part.get("text") or "") if isinstance(part, dict) else str(part) for part in content)
+        message = {**choice["message"], "role": "assistant", "content": content}
         for n, call in enumerate(message.get("tool_calls") or []):
             arguments = call["function"].get("arguments")
             call["function"]["arguments"] = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
@@ -288,13 +291,6 @@ def checked(data):
             else None})
     except ValueError as error:  # pydantic's ValidationError: a field of the wrong type
         raise BrokenReply(f"the reply is not a chat completion: {str(error)[:300]}") from None
-
-
-def text(content):
-    """Content as a str (or None): a list of text parts joined. Example: [{"type": "text", "text": "hi"}] -> "hi" """
-    if isinstance(content, list):
-        return "".join(str(part.get("text") or "") if isinstance(part, dict) else str(part) for part in content)
-    return content
 
 
 def complete(prompt, backend=None):

@@ -189,7 +189,8 @@ def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=N
         settings.trace = Trace(trace, policy)
         settings.backend = backend or choose()
         settings.trace.record("start", task=task, backend=settings.backend["name"], model=settings.backend["model"])
-        start_servers(settings, mcp, trusted)
+        if mcp:
+            start_servers(settings, mcp, trusted)
         loop(settings, result)
         result.status = "answered"
     except Stop as stop:
@@ -202,11 +203,16 @@ def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=N
         result.status = "interrupted"
     except Exception as error:  # a fault of ours, or of a library's: the run still ends with a status and a record
         result.status, result.error = "internal_error", f"{type(error).__name__}: {error}"
-    shell.stop_all()  # nothing a command started outlives the run
+    for process in list(shell.RUNNING):  # nothing a command started outlives the run
+        shell.stop(process)
     result.seconds = round(time.monotonic() - started, 3)
-    answer_every_call(settings, result)
+    if result.status != "answered":  # an answered run has every call answered
+        answer_every_call(settings, result)
     try:
-        stop_servers(settings)
+        for server, log in settings.servers:  # every MCP server ends with the run; what it wrote on stderr is kept
+            server.close()
+            log.seek(0)
+            settings.trace.record("mcp", server=server.name, stderr=log.read(TRACE_CHARS).decode(errors="replace"))
         settings.trace.record("end", status=result.status, answer=result.answer, error=result.error,
                               steps=result.steps, tool_calls=result.tool_calls, usage=result.usage,
                               seconds=result.seconds)
@@ -354,7 +360,13 @@ def run_tools(settings, result, calls):
     """Run one reply's tool calls: each checked and decided once; then the unasked ones run side by side, then the
     approved ones, so nothing a person agreed to changes what the others were checked against. Each gets a tool
     message, and a record saying whether it failed."""
-    checked = {call.id: checked_call(settings, call) for call in calls}
+    tools = {**settings.tools, **({FINAL_TOOL: {"parameters": settings.output}} if settings.output else {})}
+    checked = {}
+    for call in calls:  # each call held to its schema once; one that breaks it keeps the BadCall that says how
+        try:
+            checked[call.id] = check_call(call.function.name, call.function.arguments, tools)
+        except BadCall as error:
+            checked[call.id] = error
     told = repeated(result, calls, checked, settings.output is not None)
     decided = [(call, told[call.id], False) if call.id in told else decide(settings, result, call, checked[call.id])
                for call in calls]
@@ -365,8 +377,16 @@ def run_tools(settings, result, calls):
         for (call, action), box in zip(batch, at_once([action for _, action in batch], until)):
             outcomes[call.id] = box
     for call, action, _ in decided:
-        box = outcomes.get(call.id, {"value": action})  # an action that did not run is its outcome already
-        text, failed = box.get("value", (f"error: {box.get('error') or 'not finished by the deadline'}", True))
+        box = outcomes.get(call.id, {})
+        if not callable(action):  # nothing ran: its outcome was decided, (text, failed)
+            text, failed = action
+        elif "value" in box:
+            text, failed = str(box["value"]), False
+        else:  # it raised, or did not finish in time: the model hears why
+            error, failed = box.get("error"), True
+            text = (f"error: {error}" if isinstance(error, (ToolError, McpError)) else
+                    f"error: {type(error).__name__}: {error}" if error else "error: not finished by the deadline")
+        text = truncate(mask(settings.policy, text))  # masked before it is cut: a cut could split a secret
         result.messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
         settings.trace.record("tool", step=result.steps, id=call.id, name=call.function.name,
                               arguments=call.function.arguments, is_error=failed, result=text,
@@ -375,20 +395,23 @@ def run_tools(settings, result, calls):
         raise Stop("deadline", "the deadline passed while tools were running")
 
 
-def checked_call(settings, call):
-    """A call's arguments held to its tool's schema (tools.check_call()), or the BadCall saying what is wrong."""
-    tools = {**settings.tools, **({FINAL_TOOL: {"parameters": settings.output}} if settings.output else {})}
-    try:
-        return check_call(call.function.name, call.function.arguments, tools)
-    except BadCall as error:
-        return error
-
-
 def repeated(result, calls, checked, shaped):
     """The calls the model made, by meaning, in each of the last SAME_CALL_LIMIT turns: {id: the outcome telling
-    it so}; they do not run again. Raises Stop("repeated") when it goes on past that. shaped: an answer given to
-    FINAL_TOOL is no call to repeat (OUTPUT_TRIES counts the ones that do not fit)."""
-    meanings = {call.id: meaning(call, checked[call.id]) for call in calls}
+    it so}; they do not run again. Raises Stop("repeated") when it goes on past that. A call's meaning is what it
+    would do: its checked arguments, defaults filled in, a path and a command normalized, so spacing, key order and
+    ./ do not count: read_file '{"path": "./a"}' and '{ "path":"a", "offset": 1 }' match. shaped: an answer given
+    to FINAL_TOOL is no call to repeat (OUTPUT_TRIES counts the ones that do not fit)."""
+    meanings = {}
+    for call in calls:
+        args = checked[call.id]
+        if isinstance(args, BadCall):  # a call that broke its schema is compared as it was sent
+            meanings[call.id] = call.function.name, call.function.arguments
+            continue
+        if isinstance(args.get("path"), str):
+            args = {**args, "path": os.path.normpath(args["path"])}
+        if isinstance(args.get("command"), str) and len(args["command"]) <= MAX_COMMAND:  # longer: refused unread
+            args = {**args, "command": guards.words(args["command"])}
+        meanings[call.id] = call.function.name, json.dumps(args, sort_keys=True)
     turn = {meanings[call.id] for call in calls if not (shaped and call.function.name == FINAL_TOOL)}
     result.recent = [*result.recent, turn][-SAME_CALL_LIMIT - 1:]
     again = set.intersection(*result.recent) if len(result.recent) > SAME_CALL_LIMIT else set()
@@ -398,20 +421,6 @@ def repeated(result, calls, checked, shaped):
     return {call.id: (f"error: not run: you made this exact call in {SAME_CALL_LIMIT} turns in a row; its result "
                       "will not change, so use what you have or try something else", True) for call in calls
             if meanings[call.id] in told}
-
-
-def meaning(call, args):
-    """A call as what it would do (its checked arguments, defaults filled in, a path and a command normalized), so
-    spacing, key order and ./ do not count: read_file '{"path": "./a"}' and '{ "path":"a", "offset": 1 }' match.
-    A call that broke its schema is compared as it was sent."""
-    if isinstance(args, BadCall):
-        return call.function.name, call.function.arguments
-    args = dict(args)
-    if isinstance(args.get("path"), str):
-        args["path"] = os.path.normpath(args["path"])
-    if isinstance(args.get("command"), str) and len(args["command"]) <= MAX_COMMAND:  # a longer one: refused unread
-        args["command"] = guards.words(args["command"])
-    return call.function.name, json.dumps(args, sort_keys=True)
 
 
 def decide(settings, result, call, args):
@@ -427,12 +436,14 @@ def decide(settings, result, call, args):
     try:
         if isinstance(args, BadCall):
             raise args
+        tool = settings.tools[call.function.name]
         action, question = within(settings.deadline, "the harness to decide the call", partial(
-            plan, settings.policy, settings.tools[call.function.name], args, settings.deadline))
-        if question and within(settings.deadline, "your answer", partial(settings.approve, question)) is not True:
+            plan, settings.policy, tool, args, settings.deadline))
+        asked = question and tool["kind"] not in settings.policy.unasked  # not approved in advance (--yes)
+        if asked and within(settings.deadline, "your answer", partial(settings.approve, question)) is not True:
             return call, ("error: the user declined this call; do not try it again, find another way or answer",
                           True), True
-        return call, partial(tool_result, settings.policy, action), bool(question)
+        return call, action, bool(question)
     except ToolError as error:  # refused, or a broken call: the message says why
         return call, (truncate(f"error: {error}"), True), False
 
@@ -457,8 +468,8 @@ def start_servers(settings, commands, trusted):
         server.name = name + (str(len(settings.servers)) if taken else "")
         for tool in server.tools(settings.deadline):
             full = re.sub(r"[^\w-]", "_", f"{server.name}__{tool['name']}", flags=re.A)[:64]
-            settings.tools[full] = {"function": None, "decide": partial(decide_mcp, server, tool["name"],
-                                                                        server.name in trusted),
+            settings.tools[full] = {"function": None, "kind": "mcp", "decide": partial(decide_mcp, server, tool["name"],
+                                                                                       server.name in trusted),
                                     "description": f"From the MCP server {name}: {tool['description']}",
                                     "parameters": tool["inputSchema"]}
 
@@ -467,7 +478,7 @@ def decide_mcp(server, tool, trusted, policy, args, deadline=None):
     """How a call of a server's tool is decided: it asks, unless the server is trusted or --yes approved MCP calls
     in advance: its code and its words are someone else's."""
     question = guards.question(f"Call {tool} on the MCP server {server.name}: {json.dumps(args)}")
-    return partial(mcp_call, server, tool, args, deadline), None if trusted else guards.ask(policy, "mcp", question)
+    return partial(mcp_call, server, tool, args, deadline), None if trusted else question
 
 
 def mcp_call(server, tool, args, deadline):
@@ -479,14 +490,6 @@ def mcp_call(server, tool, args, deadline):
     return text
 
 
-def stop_servers(settings):
-    """End every MCP server of the run, whatever ended it; then keep what each wrote on stderr in the trace."""
-    for server, log in settings.servers:  # a trace that fails here leaves the rest to be closed at exit
-        server.close()
-        log.seek(0)
-        settings.trace.record("mcp", server=server.name, stderr=log.read(TRACE_CHARS).decode(errors="replace"))
-
-
 def final_answer(settings, result, args):
     """Take the answer given to FINAL_TOOL when it fits the output schema; else say what does not fit."""
     if isinstance(args, BadCall):
@@ -494,16 +497,6 @@ def final_answer(settings, result, args):
         return f"error: {args}. Call {FINAL_TOOL} again with an answer that fits.", True
     result.output, result.answer = args, json.dumps(args)
     return "accepted: that is the final answer", False
-
-
-def tool_result(policy, action):
-    """Run a decided action; whatever it returns or raises becomes an outcome the model can read: (text, failed)."""
-    try:
-        return truncate(mask(policy, str(action()))), False  # masked before it is cut: a cut could split a secret
-    except (ToolError, McpError) as error:
-        return truncate(mask(policy, f"error: {error}")), True
-    except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
-        return truncate(mask(policy, f"error: {type(error).__name__}: {error}")), True
 
 
 def at_once(functions, deadline):

@@ -56,8 +56,8 @@ def test_done_when_the_demo_proposes_the_label_offline(servers):
                       "Propose the billing label for DEMO-42", env={"BACKEND": "demo"})
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("[1] ticket_server__get_ticket") and lines[1].startswith(
-        "[2] ticket_server__propose_label"), done.stdout
+    assert lines[0].startswith("[1] tickets__get_ticket") and lines[1].startswith(
+        "[2] tickets__propose_label"), done.stdout
     assert "Nothing was applied" in done.stdout, done.stdout
 
 
@@ -116,23 +116,24 @@ def test_requests_and_notifications_from_the_server_do_not_break_a_call(client):
 
 
 def test_server_tools_are_the_model_s_tools_kept_apart_and_asked_about(servers, server):
-    """The model is offered each server tool as SERVER__TOOL (the server named after the command's last word);
-    a call asks a person by default, naming the tool and the server, and a no is an error the model reads."""
-    results, done, offered = run(servers, server, ("ticket_server__get_ticket", {"ticket_id": "DEMO-42"}),
-                                 args=("--mcp", "python ticket_server.py"))
-    assert "ticket_server__get_ticket" in offered and "read_file" in offered, offered
-    assert "get_ticket" in done.stderr and "ticket_server" in done.stderr and "? [y/N]" in done.stderr, done.stderr
+    """The model is offered each server tool as SERVER__TOOL, SERVER being the name the server gives itself (here
+    tickets), or the one --mcp NAME=COMMAND gives it; a call asks a person by default, naming the tool and the
+    server, and a no is an error the model reads."""
+    results, done, offered = run(servers, server, ("tickets__get_ticket", {"ticket_id": "DEMO-42"}),
+                                 args=("--mcp", "python ticket_server.py", "--mcp", "mine=python mcp_servers.py pages"))
+    assert {"tickets__get_ticket", "mine__tool_2_1", "read_file"} <= set(offered), offered
+    assert "get_ticket" in done.stderr and "tickets" in done.stderr and "? [y/N]" in done.stderr, done.stderr
     assert results[0].startswith("error:") and "declined" in results[0], results
 
 
 def test_a_trusted_server_runs_without_a_question_and_its_errors_come_back(servers, server):
     """--mcp-trust NAME: that server's calls run without a question; a tool's own failure (isError) is an error
     result; arguments that break the tool's inputSchema are refused before the server sees them."""
-    results, done, _ = run(servers, server, ("ticket_server__get_ticket", {"ticket_id": "DEMO-42"}),
-                           ("ticket_server__propose_label", {"ticket_id": "DEMO-42", "label": "billing",
+    results, done, _ = run(servers, server, ("tickets__get_ticket", {"ticket_id": "DEMO-42"}),
+                           ("tickets__propose_label", {"ticket_id": "DEMO-42", "label": "billing",
                                                              "expected_version": 1}),
-                           ("ticket_server__get_ticket", {"ticket_id": 42}),
-                           args=("--mcp", "python ticket_server.py", "--mcp-trust", "ticket_server"))
+                           ("tickets__get_ticket", {"ticket_id": 42}),
+                           args=("--mcp", "python ticket_server.py", "--mcp-trust", "tickets"))
     assert "? [y/N]" not in done.stderr and json.loads(results[0])["id"] == "DEMO-42", (done.stderr, results)
     assert results[1].startswith("error:") and results[2].startswith("error:"), results
     assert "string" in results[2], f"the inputSchema's own type should be named: {results[2]}"
