@@ -436,10 +436,11 @@ def test_reading_far_into_a_file_of_short_lines_meets_the_deadline(workspace, se
 def test_a_write_too_long_to_diff_says_so_at_once(load, workspace):
     """A write whose file has more lines than MAX_DIFF_LINES, before or after: the question gives the counts
     instead of a diff, whose cost grows faster than its length (20,000 short lines took 16 s)."""
-    tools = load("tools")
-    (workspace / "cycle.txt").write_text("".join(f"{n % 201}\n" for n in range(20_000)))
-    action, question = tools.plan("write_file", {"path": "cycle.txt",
-                                                 "content": "".join(f"{n * 7 % 201}\n" for n in range(20_000))})
+    tools, project = load("tools"), workspace.parent / "project"
+    project.mkdir()
+    (project / "cycle.txt").write_text("".join(f"{n % 201}\n" for n in range(20_000)))
+    action, question = tools.plan(load("guards").policy(project), tools.REGISTRY["write_file"], {
+        "path": "cycle.txt", "content": "".join(f"{n * 7 % 201}\n" for n in range(20_000))})
     assert question.startswith("Write cycle.txt: 20000 lines replaced by 20000, too many to show a diff"), question
 
 

@@ -100,6 +100,8 @@ def trace_file(path, policy):
     """The trace's file descriptor, opened so that nothing redirects it: a link at its path, or (in the workspace,
     where the model may have made one) on its way to it, or a file that is no regular file is an error."""
     folder = os.path.dirname(os.path.abspath(path))
+    if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):  # a link, a pipe, a folder
+        raise Stop("output_error", f"the trace {path} is not a regular file")
     try:
         if Path(folder).resolve().is_relative_to(policy.workspace) and os.path.realpath(folder) != folder:
             raise OSError(0, "a link leads to its folder")

@@ -43,20 +43,21 @@ def check_call(name, arguments, tools=None):
     if name not in tools:
         raise BadCall(f"there is no tool called {name!r}. The tools are: {', '.join(tools)}.")
     schema = tools[name]["parameters"]
-    properties = schema.get("properties", {})
-    shape = "Call it as " + json.dumps({arg: p["examples"][0] for arg, p in properties.items() if "examples" in p})
-    try:
+    try:  # a server's schema may have parts that are no schema: every use of it is in here
+        properties = schema.get("properties", {})
+        shape = "Call it as " + json.dumps({arg: p["examples"][0] for arg, p in properties.items() if "examples" in p})
         args = json.loads(arguments or "{}")  # some servers send "" for no arguments
         wrong = problem(args, schema)
-    except ValueError as error:
+        defaults = {arg: p["default"] for arg, p in properties.items() if "default" in p}
+    except ValueError as error:  # json.loads: no JSON
         raise BadCall(f"{name}: the arguments are not valid JSON ({str(error)[:100]}). {shape}") from None
     except RecursionError:  # JSON nested deeper than Python follows
         raise BadCall(f"{name}: the arguments are nested too deep to read. {shape}") from None
-    except (TypeError, AttributeError, KeyError) as error:  # a server's schema with parts that are no schema
-        raise BadCall(f"{name}: its schema has parts that cannot be checked ({error}); it cannot be called") from None
+    except (TypeError, AttributeError, KeyError, IndexError) as error:
+        raise BadCall(f"{name}: the inputSchema its server sent has parts that cannot be checked ({error})") from None
     if wrong:
         raise BadCall(f"{name}: {wrong}. {shape}")
-    return {**{arg: p["default"] for arg, p in properties.items() if "default" in p}, **args}
+    return {**defaults, **args}
 
 
 def problem(value, schema, where=""):
