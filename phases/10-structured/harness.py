@@ -71,7 +71,7 @@ class Result:
     usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
     seconds: float = 0.0
     messages: list = field(default_factory=list)
-    output: object = None  # the answer as JSON, checked against the output schema, when run() was given one
+    output: object = None  # the answer, checked against the output schema (an instance of its model, if one)
     bad_answers: int = 0  # answers that did not fit the output schema
     used_ids: set = field(default_factory=set)  # every tool call id so far: a repeated one is replaced
     recent: list = field(default_factory=list)  # each turn's calls, by meaning, to see a model going round
@@ -136,6 +136,7 @@ class Settings:
     on_text: object = None  # streamed text, as it arrives
     options: dict = field(default_factory=dict)  # tool_choice, parallel_tool_calls, temperature, ...
     output: dict = None  # a JSON schema the answer must fit
+    model: type = None  # the Pydantic model it came from, if it did: the answer becomes its instance
 
 
 def ask_user(question, whole=False):
@@ -155,13 +156,14 @@ def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=N
         options=None, output=None, policy=None):
     """Run one task until it ends; the Result's status says how. approve(question) is True for yes; trace is a JSONL
     file name; started is the time.monotonic() the deadline counts from; history an earlier result.messages to go
-    on from; options go into every request; output is a JSON schema the answer, given to FINAL_TOOL, must fit;
+    on from; options go into every request; output is the shape the answer, given to FINAL_TOOL, must have: a JSON
+    schema (a dict), or a Pydantic model class, whose instance result.output then is;
     policy says what the run may touch (default: guards.policy(), the current folder, asking as the command line)."""
     limits, started = limits or Limits(), started or time.monotonic()
     policy = policy or guards.policy(trace=trace)
     result = Result(messages=[*(history or [{"role": "system", "content": SYSTEM}]), {"role": "user", "content": task}])
     settings = Settings(backend, approve, limits, limits.deadline and started + limits.deadline, policy,
-                        Trace(policy=policy), on_text, options or {}, output)
+                        Trace(policy=policy), on_text, options or {}, *shaped(output))
     result.used_ids.update(m["tool_call_id"] for m in result.messages if m.get("tool_call_id"))  # history's
     if not policy.sandbox and policy.why_none != "--sandbox off":
         note(f"no sandbox ({policy.why_none}): commands that are not plainly read-only ask you first, even with "
@@ -365,12 +367,23 @@ def decide(settings, result, call, args):
 
 
 def final_answer(settings, result, args):
-    """Take the answer given to FINAL_TOOL when it fits the output schema; else say what does not fit."""
-    if isinstance(args, BadCall):
+    """Take the answer given to FINAL_TOOL when it fits the output schema (and its model, if there is one); else
+    say what does not fit."""
+    try:
+        if isinstance(args, BadCall):
+            raise args
+        result.output = settings.model.model_validate(args) if settings.model else args
+    except (BadCall, ValueError) as error:  # ValueError: pydantic's ValidationError, for what a schema cannot say
         result.bad_answers += 1
-        return f"error: {args}. Call {FINAL_TOOL} again with an answer that fits.", True
-    result.output, result.answer = args, json.dumps(args)
+        return f"error: {error}. Call {FINAL_TOOL} again with an answer that fits.", True
+    result.answer = json.dumps(args)
     return "accepted: that is the final answer", False
+
+
+def shaped(output):
+    """(JSON schema, model) for run()'s output: a dict is the schema itself; a Pydantic model class gives its own.
+    Example: shaped(Files) -> ({"type": "object", "properties": {"count": ...}, ...}, Files)"""
+    return (output.model_json_schema(), output) if isinstance(output, type) else (output, None)
 
 
 def at_once(functions, deadline):
