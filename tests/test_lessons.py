@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from helpers import ROOT, checkpoints
-from lessons import commands, main, matches, run_lesson
+from lessons import UNSANDBOXED, commands, main, matches, run_lesson
 
 LESSONS = [p / "README.md" for p in checkpoints()]
 STARTED = {}  # lesson -> a future of its problems: the lessons run side by side, each in a tree of its own
@@ -20,6 +20,8 @@ def test_every_command_of_the_lesson_prints_what_it_shows(lesson):
         pool = ThreadPoolExecutor(max_workers=3)
         STARTED.update({path: pool.submit(run_lesson, path, path.parent) for path in LESSONS})
     problems = STARTED[lesson].result()
+    if problems and all(problem.startswith(UNSANDBOXED) for problem in problems):
+        pytest.skip(f"{len(problems)} command(s) of the lesson show what bubblewrap does, and there is none here")
     assert problems == [], "\n\n".join(problems)
 
 
