@@ -236,12 +236,7 @@ NOT_THE_LEARNERS = {
     "answer"}  # helpers.answer_of(): from phase 5, run() returns a Result, its answer in .answer (lesson 5's box)
 # Words the checks of phases 2 and 3 still look for and no box states: (phase, text). The test fails when one is no
 # longer looked for, so that this list only shrinks.
-STILL_TO_STATE = {
-    (2, "from_dotenv"),  # a part of the secret the check wrote, glued to the rest by "_": look for the whole value
-    (2, "echo ok #\\\\ntouch pwned"), (2, "echo ok\\u3164; touch pwned"), (2, "touch ok\\{3000 spaces}# ls"),
-    (2, "ls\\x1b[2J\\rrm x"),  # the box states the rules that spell these out, not the spellings
-    (3, "[secret MY_SERVICE_TOKEN]"),  # the box says `[secret NAME]`: f"[secret {name}]" would read as stated
-    (3, "LANG=C.UTF-8"), (3, "hunter2")}  # the value the check set, glued to its name; a part of a value
+STILL_TO_STATE = set()  # (phase, words) a check looks for and no box states yet: none
 
 
 def box(lessons):

@@ -123,10 +123,13 @@ def test_a_repository_s_git_is_read_only_to_commands(workspace, project, server)
 
 def test_commands_get_only_the_variables_they_need(workspace, server, monkeypatch):
     """The environment a command gets holds no API key and no variable off the list, whatever it is called."""
-    monkeypatch.setenv("DATABASE_URL", "postgres://me:hunter2hunter2@db/app")
-    monkeypatch.setenv("LANG", "C.UTF-8")
+    database, language = "postgres://me:hunter2hunter2@db/app", "C.UTF-8"
+    monkeypatch.setenv("DATABASE_URL", database)
+    monkeypatch.setenv("LANG", language)
     found, _ = turn(workspace, server, "env", args=("--yes", "--sandbox", "off"))
-    assert "LANG=C.UTF-8" in found[0] and "hunter2" not in found[0] and "gsk_test" not in found[0], found[0]
+    seen = dict(line.split("=", 1) for line in found[0].splitlines() if "=" in line)
+    assert seen.get("LANG") == language and "DATABASE_URL" not in seen and database not in found[0], seen
+    assert groq_env(server)["GROQ_API_KEY"] not in found[0], "the API key reached a command"
 
 
 def test_a_command_and_all_it_started_end_with_its_timeout(workspace, server, load):
