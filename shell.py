@@ -155,6 +155,14 @@ def started(pid):
         return None
 
 
+def ticks():
+    """Now, in the clock ticks that started() counts in (Linux's /proc), or None elsewhere."""
+    try:
+        return int(float(Path("/proc/uptime").read_text().split()[0]) * os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError):
+        return None
+
+
 def adopt():
     """Linux: make the harness the subreaper of what it starts, so that a process that leaves its command's group
     comes back to the harness to be ended (reap()), not to init. Elsewhere nothing: the group is all there is."""

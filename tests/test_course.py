@@ -531,7 +531,7 @@ def test_lesson_says_what_it_takes_and_links_its_code(lesson):
         assert "succeeded" in exercise, f"exercise {number} does not say how you know you succeeded"
 
 
-HEADERS_TO_DO = {"11-mcp", "12-context"}  # still link the reference in the header
+HEADERS_TO_DO = set()  # still link the reference in the header
 
 
 @pytest.mark.parametrize("lesson", [pytest.param(lesson, marks=pytest.mark.xfail(

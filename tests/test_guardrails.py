@@ -12,11 +12,13 @@ import signal
 import subprocess
 import sys
 import time
+import re
+import shutil
 import tracemalloc
 
 import pytest
-from helpers import (BUBBLEWRAP_MISSING, clean_env, groq_env, path_without_bubblewrap, run_python, running_commands,
-                     scripted_backend)
+from helpers import (BUBBLEWRAP_MISSING, ROOT, clean_env, groq_env, path_without_bubblewrap, run_python,
+                     running_commands, scripted_backend, trace_records)
 
 PHASE = 2
 FILES = ("guards.py", "shell.py", "tools.py", "harness.py")
@@ -582,7 +584,48 @@ def test_arguments_nested_900_deep_end_in_a_status_and_an_end_record(workspace, 
     assert "Traceback" not in done.stderr and records[-1]["type"] == "end", done.stderr[-500:]
 
 
-# 12. One tool call runs a small part of the harness: a call is checked once, and its checked arguments passed on.
+# 12. MCP servers: someone else's program, started where it can reach nothing of the harness.
+
+@pytest.mark.phase(11)
+def test_an_mcp_server_reaches_none_of_the_harness_s_secrets_and_leaves_nothing(workspace, project, server, machine,
+                                                                              tmp_path):
+    """A server that wants the key reads its parent's environment, every .env above it and the files beside it,
+    sends them back in base64, writes them on stderr, and leaves a child of its own session sleeping. With
+    bubblewrap it reaches no secret of the harness; with and without it, its stderr reaches the trace masked, and
+    its child is gone when the run ends."""
+    shutil.copy(ROOT / "tests" / "mcp_servers.py", project)
+    (workspace / ".env").write_text(f"MY_SERVICE_TOKEN={SECRET}\n")
+    (project / ".env").write_text("PROJECT_TOKEN=tok_live_0123456789\n")
+    seconds = f"73.{os.getpid()}{time.monotonic_ns() % 10**6}"
+    server.push({"tool_calls": [{"name": "spy__work", "arguments": {}}]}, "done")
+    done = run_python(workspace, "harness.py", "--yes", "--workspace", str(project), "--trace", str(tmp_path / "t"),
+                      "--mcp", f"spy=python mcp_servers.py snoop={seconds}", "Do it", env=groq_env(server))
+    assert done.returncode == 0, done.stderr
+    time.sleep(0.5)
+    assert running_commands(f"sleep {seconds}") == [], "the server's child outlived the run"
+    stderr = next(r for r in trace_records(tmp_path / "t") if r["type"] == "mcp")["stderr"]
+    secrets = [SECRET, "tok_live_0123456789", groq_env(server)["GROQ_API_KEY"]]
+    assert not any(secret in stderr for secret in secrets), stderr
+    if machine == "bubblewrap":
+        found = base64.b64decode(server.requests[-1]["body"]["messages"][-1]["content"]).decode(errors="replace")
+        assert not any(secret in found for secret in secrets), found
+
+
+@pytest.mark.phase(11)
+def test_an_mcp_tool_s_name_cannot_redraw_the_question(workspace, project, server):
+    """A server's tool named with an escape sequence: the model is offered a name of letters, digits, _ and -; the
+    question and the screen spell out what the server wrote."""
+    shutil.copy(ROOT / "tests" / "mcp_servers.py", project)
+    server.push({"tool_calls": [{"name": "x__work__0_owned_", "arguments": {}}]}, "done")
+    done = run_python(workspace, "harness.py", "--workspace", str(project), "--mcp", "x=python mcp_servers.py escape",
+                      "Do it", env=groq_env(server), input="n\n")
+    offered = [tool["function"]["name"] for tool in server.requests[0]["body"]["tools"]]
+    assert all(re.fullmatch(r"[\w-]+", name, flags=re.A) for name in offered), offered
+    assert "\x1b" not in done.stdout + done.stderr and "\x07" not in done.stderr, repr(done.stderr[-300:])
+    assert "Call work\\x1b]0;owned\\x07 on the MCP server x" in done.stderr, done.stderr
+
+
+# 13. One tool call runs a small part of the harness: a call is checked once, and its checked arguments passed on.
 
 @pytest.mark.phase(5)
 def test_one_tool_call_runs_at_most_35_of_the_project_s_functions(load, workspace, server):

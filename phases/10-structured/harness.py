@@ -162,8 +162,10 @@ def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=N
     limits, started = limits or Limits(), started or time.monotonic()
     policy = policy or guards.policy(trace=trace)
     result = Result(messages=[*(history or [{"role": "system", "content": SYSTEM}]), {"role": "user", "content": task}])
+    model = output if isinstance(output, type) else None  # a Pydantic model class gives its own schema
     settings = Settings(backend, approve, limits, limits.deadline and started + limits.deadline, policy,
-                        Trace(policy=policy), on_text, options or {}, *shaped(output))
+                        Trace(policy=policy), on_text, options or {},
+                        model.model_json_schema() if model else output, model)
     result.used_ids.update(m["tool_call_id"] for m in result.messages if m.get("tool_call_id"))  # history's
     if not policy.sandbox and policy.why_none != "--sandbox off":
         note(f"no sandbox ({policy.why_none}): commands that are not plainly read-only ask you first, even with "
@@ -378,12 +380,6 @@ def final_answer(settings, result, args):
         return f"error: {error}. Call {FINAL_TOOL} again with an answer that fits.", True
     result.answer = json.dumps(args)
     return "accepted: that is the final answer", False
-
-
-def shaped(output):
-    """(JSON schema, model) for run()'s output: a dict is the schema itself; a Pydantic model class gives its own.
-    Example: shaped(Files) -> ({"type": "object", "properties": {"count": ...}, ...}, Files)"""
-    return (output.model_json_schema(), output) if isinstance(output, type) else (output, None)
 
 
 def at_once(functions, deadline):

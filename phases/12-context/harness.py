@@ -183,8 +183,10 @@ def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=N
     limits, started = limits or Limits(), started or time.monotonic()
     policy = policy or guards.policy(trace=trace)
     result = Result(messages=[*(history or [{"role": "system", "content": SYSTEM}]), {"role": "user", "content": task}])
+    model = output if isinstance(output, type) else None  # a Pydantic model class gives its own schema
     settings = Settings(backend, approve, limits, limits.deadline and started + limits.deadline, policy,
-                        Trace(policy=policy), len(result.messages) - 1, on_text, options or {}, *shaped(output))
+                        Trace(policy=policy), len(result.messages) - 1, on_text, options or {},
+                        model.model_json_schema() if model else output, model)
     result.used_ids.update(m["tool_call_id"] for m in result.messages if m.get("tool_call_id"))  # history's
     if not policy.sandbox and policy.why_none != "--sandbox off":
         note(f"no sandbox ({policy.why_none}): commands that are not plainly read-only ask you first, even with "
@@ -194,6 +196,7 @@ def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=N
         settings.backend = backend or choose()
         settings.trace.record("start", task=task, backend=settings.backend["name"], model=settings.backend["model"])
         if mcp:
+            since = shell.ticks()  # without a sandbox, what a server leaves behind from now on ends with the run
             start_servers(settings, mcp, trusted)
         loop(settings, result)
         result.status = "answered"
@@ -217,6 +220,8 @@ def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=N
             server.close()
             log.seek(0)
             settings.trace.record("mcp", server=server.name, stderr=log.read(TRACE_CHARS).decode(errors="replace"))
+        if settings.servers and not policy.sandbox:  # and so does what they left behind
+            shell.reap(since)
         settings.trace.record("end", status=result.status, answer=result.answer, error=result.error,
                               steps=result.steps, tool_calls=result.tool_calls, usage=result.usage,
                               seconds=result.seconds)
@@ -457,6 +462,8 @@ def start_servers(settings, commands, trusted):
     network it may need, and nothing of the harness), and offer the model its tools, each named SERVER__TOOL so
     that no server's tool takes the name of ours or of another server's."""
     policy = settings.policy
+    if not policy.sandbox:  # what a server leaves behind comes back to the harness, which ends it with the run
+        shell.adopt()
     for command in commands:
         given, _, command = command.partition("=") if re.match(r"[\w-]+=", command) else ("", "", command)
         path = os.pathsep.join([os.path.dirname(sys.executable), guards.search_path(policy.workspace)])  # our python
@@ -506,12 +513,6 @@ def final_answer(settings, result, args):
         return f"error: {error}. Call {FINAL_TOOL} again with an answer that fits.", True
     result.answer = json.dumps(args)
     return "accepted: that is the final answer", False
-
-
-def shaped(output):
-    """(JSON schema, model) for run()'s output: a dict is the schema itself; a Pydantic model class gives its own.
-    Example: shaped(Files) -> ({"type": "object", "properties": {"count": ...}, ...}, Files)"""
-    return (output.model_json_schema(), output) if isinstance(output, type) else (output, None)
 
 
 def at_once(functions, deadline):
@@ -639,7 +640,7 @@ def arguments(argv=None):
     parser.add_argument("--output-schema", metavar="FILE", help="a JSON schema the answer must fit; printed as JSON")
     parser.add_argument("--mcp", action="append", default=[], metavar="[NAME=]COMMAND",
                         help='start an MCP server and offer its tools, e.g. "tickets=python ticket_server.py" '
-                             "(repeatable; NAME defaults to its program's name)")
+                             "(repeatable; NAME defaults to the name the server gives itself)")
     parser.add_argument("--mcp-trust", action="append", default=[], metavar="NAME",
                         help="a server whose tool calls need no yes")
     parser.add_argument("--context-tokens", type=int, default=CONTEXT_TOKENS,

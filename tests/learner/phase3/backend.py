@@ -1,5 +1,4 @@
-"""Phase 3 (learner's version): complete() sends one prompt, chat() a conversation with tools;
-known_secrets() lists the secret values the harness knows, so that they can be masked.
+"""Phase 1 (learner's version): complete() sends one prompt, chat() a conversation with tools.
 
 Run:  python backend.py ["your prompt"]   (harness.py uses chat())
 Picks Groq, OpenAI, Ollama or any OpenAI-compatible server from BACKEND / keys / MODEL / BASE_URL (see
@@ -12,7 +11,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import openai
-from dotenv import dotenv_values, load_dotenv
+from dotenv import load_dotenv
 
 HERE = Path(__file__).resolve().parent
 ENV_FILE = HERE / ".env"
@@ -26,8 +25,6 @@ BACKENDS = {
 }
 KEYED = [name for name, spec in BACKENDS.items() if spec["key_var"]]
 THIS_MACHINE = {"localhost", "127.0.0.1", "::1"}  # reached directly, whatever proxy the environment names
-NOT_SECRETS = {"BACKEND", "MODEL", "BASE_URL"}  # settings, not credentials
-SHORTEST_SECRET = 8  # characters: a shorter value would mask ordinary words
 
 
 class BackendError(Exception):
@@ -91,20 +88,6 @@ def choose(name=None, model=None, base_url=None):
         "model": model or setting("MODEL") or spec["model"],
         "url_given": bool(base_url),
     }
-
-
-def known_secrets(workspace):
-    """{value: name} for every secret the harness knows: its own .env, the workspace's .env, and the API keys
-    in its environment."""
-    found = {}
-    for env_file in (ENV_FILE, Path(workspace) / ".env"):
-        if env_file.is_file():
-            found.update({name: value for name, value in dotenv_values(env_file).items() if name not in NOT_SECRETS})
-    key_vars = {spec["key_var"] for spec in BACKENDS.values() if spec["key_var"]} | {"API_KEY"}
-    found.update({name: value for name, value in os.environ.items()
-                  if name in key_vars or name.endswith(("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD"))})
-    return {value.strip(): name for name, value in found.items()
-            if value and len(value.strip()) >= SHORTEST_SECRET}
 
 
 def server_label(backend):

@@ -1,176 +1,154 @@
-"""Phase 3 (learner's version): what the tools may touch, which files are secrets, what runs without asking,
-and how anything is shown to a person.
+"""Phase 2 (learner's version): what a run may touch, which files are secrets, what runs without asking,
+and how anything the model wrote is shown to a person.
 
-WORKSPACE is the one folder the tools work in (harness.py --workspace sets it). inside_workspace() is the one
-boundary for paths; plain() says whether a command only reads; names_a_secret() refuses a command that names a
-secret file; mask() hides every secret value the harness knows; shown() spells out whatever could hide text.
+Try: python -c "import guards; print(guards.plain(guards.policy('.'), 'ls -la'))"
 """
 import fnmatch
 import os
 import re
-import shlex
-import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
-WORKSPACE = Path.cwd()
-MAX_PATH = 4096  # Linux's PATH_MAX: a longer path is refused before anything follows it
-
-# Lower case; a name is compared in lower case, as Windows reads names too.
-SECRET_NAMES = ["*.env*",  # .env, .env.local, #.env#, ".env copy", prod.env
-                "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",  # ssh-keygen
-                "*.pem", "*.key", "*.p12", "*.pfx", "*.crt",  # openssl
-                ".netrc", "_netrc",  # curl
-                ".git-credentials", ".gitconfig",  # git
-                ".npmrc", ".yarnrc", ".pypirc", "pip.conf", "pip.ini",  # npm, pip
-                "credentials", "credentials.json", ".htpasswd", "*.kdbx"]
-SECRET_FOLDERS = {".ssh", ".aws", ".git", ".gnupg", ".docker", ".kube", ".azure", "gcloud", ".password-store"}
-NOT_SECRET = {".env.example", ".env.sample", ".env.template"}
-SECRETS = {}  # value -> the name it goes by; harness.main() fills it from backend.known_secrets()
-
-# program -> the options it may take; "-n=" takes a value. Nothing else runs without asking.
-READ_ONLY = {
-    "ls": "-l -a -A -h -1 -F -d -t -r -S --all --human-readable",
-    "cat": "-n -b -A -E -T -v -s --number",
-    "head": "-n= -c= -q -v --lines= --bytes=",
-    "tail": "-n= -c= -q -v --lines= --bytes=",  # no -f: it never ends
-    "wc": "-l -w -c -m -L --lines --words --bytes --chars",
-    "grep": "-n -i -v -c -l -L -w -x -F -E -G -h -H -o -s -q -e= -m= -A= -B= -C= --count --line-number",
-    "pwd": "",
-    "echo": "-n",
+KINDS = ("command",)  # the kinds of call a person approves; --yes approves them all in advance
+MAX_PATH = 4096  # Linux's own limit on a path; a longer one is refused before it is followed
+SECRET_NAMES = ("*.env*", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",  # dotenv files, ssh-keygen
+                "*.pem", "*.key", "*.p12", "*.pfx",  # openssl
+                ".netrc", "_netrc", ".git-credentials", ".npmrc", ".pypirc", "pip.conf")  # curl, git, npm, pip
+SECRET_FOLDERS = (".ssh", ".aws", ".git", ".gnupg", ".docker", ".kube", ".azure", "gcloud")
+NOT_SECRET = (".env.example", ".env.sample")  # templates, written to be shared
+SHELL_SYNTAX = set("|&;<>()$`\\\"'*?[]{}~!#%^")  # what a shell (or cmd) would read instead of passing on
+READ_ONLY = {  # programs that only read, and the options each may take ("-n=": takes a value)
+    "ls": {"-l", "-a", "-A", "-h", "-1", "-t", "-r", "-S", "-F"},
+    "cat": {"-n", "-A", "-b"},
+    "head": {"-n=", "-c=", *(f"-{digit}" for digit in "0123456789")},  # head -5 is head -n 5
+    "tail": {"-n=", "-c=", *(f"-{digit}" for digit in "0123456789")},
+    "wc": {"-l", "-w", "-c", "-m"},
+    "grep": {"-n", "-i", "-v", "-c", "-l", "-w", "-x", "-o", "-F", "-E", "-H", "-h", "-e="},
+    "pwd": set(),
 }
-SHELL_SYNTAX = set(";&|<>()$`\\\"'*?[]{}~#!\t\r\n")  # what a shell would read instead of pass on
 
 
 class ToolError(Exception):
-    """A call that will not run as asked; the model gets `error: ` and the message."""
+    """A call that will not run as asked; the model reads it as `error: ...`."""
 
 
 class Refused(ToolError):
-    """A call nobody may approve: outside the workspace, or a secret."""
+    """A call that nobody may approve."""
 
 
-def is_secret(path):
-    """True when any part of path is a secret folder, or a name that holds credentials."""
-    for part in Path(path).parts:
-        name = part.lower()
-        if name in NOT_SECRET:
-            continue
-        if name in SECRET_FOLDERS or any(fnmatch.fnmatchcase(name, pattern) for pattern in SECRET_NAMES):
+@dataclass(frozen=True)
+class Policy:
+    workspace: Path  # the only folder the tools may touch
+    unasked: frozenset  # the KINDS of call approved in advance
+
+
+def policy(workspace=".", yes=False):
+    """The policy of one run: its workspace, and with yes=True every kind of call approved in advance."""
+    return Policy(Path(workspace).resolve(), frozenset(KINDS if yes else ()))
+
+
+def is_secret(*names):
+    """True when any of these names (file or folder names) looks like a credential, in any case."""
+    for name in (name.lower() for name in names):
+        if name in SECRET_FOLDERS or (name not in NOT_SECRET and
+                                      any(fnmatch.fnmatchcase(name, pattern) for pattern in SECRET_NAMES)):
             return True
     return False
 
 
-def names_a_secret(command):
-    """True when a word of the command, split as a shell splits it (and at `=`), names a secret file."""
-    try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-        lexer.whitespace_split = True
-        words = list(lexer)
-    except ValueError:  # an unclosed quote: a shell would refuse it, but look at every piece anyway
-        words = []
-    words += re.split(r"[\s;&|<>()'\"`$]+", command)
-    return any(is_secret(piece) for word in words for piece in word.split("=") if piece)
-
-
-def mask(text):
-    """text with every secret value the harness knows replaced by [secret NAME]."""
-    for value in sorted(SECRETS, key=len, reverse=True):  # the longest first: one value may hold another
-        text = text.replace(value, f"[secret {SECRETS[value]}]")
-    return text
-
-
-def inside_workspace(path):
-    """The real place of path (links followed), or Refused when it is outside WORKSPACE or a secret."""
+def inside_workspace(policy, path):
+    """The full path of path inside the workspace, links followed; Refused when it leads out or is a secret."""
     path = str(path)
     if len(path) > MAX_PATH:
-        raise Refused(f"a path of {len(path)} characters is longer than {MAX_PATH}; use a shorter one")
+        raise Refused(f"a path of {len(path)} characters is longer than any real one (MAX_PATH = {MAX_PATH})")
     try:
-        full = (WORKSPACE / path).resolve()  # a link cannot lead out: it is followed before the check
+        full = (policy.workspace / path).resolve()  # a link cannot lead out: it is followed before the check
     except (OSError, RuntimeError, ValueError) as error:  # a link loop, a NUL, a name too long
         raise Refused(f"{path[:100]!r} cannot be followed: {error}") from None
-    if not full.is_relative_to(WORKSPACE.resolve()):
-        raise Refused(f"{path} is outside the workspace; use paths inside {WORKSPACE}")
-    if is_secret(path) or is_secret(full):
+    if not full.is_relative_to(policy.workspace):
+        raise Refused(f"{path} is outside the workspace; use paths inside {policy.workspace}")
+    if is_secret(*Path(path).parts, *full.relative_to(policy.workspace).parts) or \
+            any(part.lower() in SECRET_FOLDERS for part in full.parts):  # a workspace inside ~/.ssh is secret
         raise Refused(f"{path} is a secret file, and the model may not read credentials")
     return full
 
 
-def allowed_options(program):
-    """{option: takes_a_value} for a READ_ONLY program."""
-    return {option.rstrip("="): option.endswith("=") for option in READ_ONLY[program].split()}
+def system_program(word, defpath=os.defpath, pathsep=os.pathsep, pathext=os.environ.get("PATHEXT", "")):
+    """The system's own program called word: looked up in defpath's absolute folders only, never `.`."""
+    for folder in defpath.split(pathsep):
+        if not (os.path.isabs(folder) or re.match(r"[A-Za-z]:\\", folder)):  # Windows' "." in ".;C:\bin" too
+            continue
+        for ending in ("", *pathext.split(pathsep)):
+            candidate = os.path.join(folder, word + ending)
+            if os.path.isfile(candidate):
+                return candidate
+    return None
 
 
-def options_read(word, allowed, rest):
-    """The options in one word, read as the program reads them (-la, -n5, -nvee, --lines=5), or None when
-    one is not allowed or a value is missing. A value found in the next word is taken from rest."""
-    if word.startswith("--"):
-        name, has_value, _ = word.partition("=")
-        if name not in allowed or allowed[name] != bool(has_value):
-            return None  # "--lines 5" is left to a person: not worth the reading
-        return [name]
-    letters = []
-    for at, letter in enumerate(word[1:], start=1):
-        option = "-" + letter
-        if option not in allowed:
-            return None
-        letters.append(option)
-        if allowed[option]:  # the value is the rest of this word, or else the next word
-            if at + 1 == len(word) and next(rest, None) is None:
-                return None
-            break
-    return letters
+def options_read(words, takes_value):
+    """Split words as the programs read them: -la is -l -a, -n5 is -n 5, -nvee is -n -v -e e.
+    Returns ([(option, value or None)], [the other words])."""
+    options, others = [], []
+    words = iter(words)
+    for word in words:
+        if word == "--":  # everything after it is a file or a pattern
+            others.extend(words)
+        elif word.startswith("--"):
+            options.append((word, None))
+        elif word.startswith("-") and word != "-":
+            letters = word[1:]
+            while letters:
+                option, letters = "-" + letters[0], letters[1:]
+                if option in takes_value:  # it takes the rest of its word, or the next word
+                    options.append((option, letters or next(words, "")))
+                    letters = ""
+                else:
+                    options.append((option, None))
+        else:
+            others.append(word)
+    return options, others
 
 
-def plain(command):
-    """The command as a list of words when it only reads files inside the workspace; None when a person must
-    decide."""
-    if not command.isascii() or any(c in SHELL_SYNTAX or not c.isprintable() for c in command):
+def plain(policy, command):
+    """The command as a list of words when it plainly only reads files in the workspace, else None (ask)."""
+    if any(char in SHELL_SYNTAX or not " " <= char <= "~" for char in command):
         return None
     words = command.split()
     if not words or words[0] not in READ_ONLY:
         return None
-    program = shutil.which(words[0], path=os.defpath)  # the system's own folders, never the workspace
-    if program is None or Path(program).resolve().is_relative_to(WORKSPACE.resolve()):
+    allowed = READ_ONLY[words[0]]
+    options, files = options_read(words[1:], {option[:-1] for option in allowed if option.endswith("=")})
+    if any(option not in allowed and option + "=" not in allowed for option, _ in options):
         return None
-    allowed = allowed_options(words[0])
-    rest = iter(words[1:])
-    given, files = [], []
-    for word in rest:
-        if word == "--":
-            files += rest  # after --, every word is a file
-        elif word[1:].isdigit() and words[0] in ("head", "tail"):
-            continue  # head -5
-        elif word.startswith("-") and len(word) > 1:
-            letters = options_read(word, allowed, rest)
-            if letters is None:
-                return None
-            given += letters
-        else:
-            files.append(word)
-    if words[0] == "grep" and "-e" not in given:
-        if not files:
-            return None
-        files = files[1:]  # the pattern
-    if words[0] == "echo":
-        files = []  # echo prints its words, it opens nothing
-    for name in files:
-        try:
-            inside_workspace(name)
-        except ToolError:
-            return None
-    return [program, *words[1:]]
+    if words[0] == "grep" and "-e" not in (option for option, _ in options):
+        files = files[1:]  # its first word is the pattern
+    try:
+        for file in files:
+            inside_workspace(policy, file)
+    except Refused:
+        return None
+    program = system_program(words[0])
+    return [program, *words[1:]] if program else None
 
 
-def shown(text, one_line=False):
-    """text as it is safe to put on a screen: printable ASCII as it is, every other character spelled out as
-    Python writes it (a backslash too), and long runs of spaces counted; every secret value masked."""
-    text = "".join(c if (c == "\n" and not one_line) or (" " <= c <= "~" and c != "\\") else ascii(c)[1:-1]
-                   for c in mask(text))
-    return re.sub(" {40,}", lambda spaces: f"\\{{{len(spaces.group())} spaces}}", text)
+def shown(text):
+    """text as it may reach a screen: printable ASCII as it is, anything else spelled out as Python writes it
+    (a backslash too), and a run of 40 spaces or more counted."""
+    spelled = str(text).encode("unicode_escape").decode("ascii")
+    return re.sub(r" {40,}", lambda run: f"\\{{{len(run.group())} spaces}}", spelled)
 
 
-def cut(text, width=200):
-    """One line for the screen: the first width characters of text, shown, and how many more there were."""
-    text = mask(text)  # before the cut, which could split a secret
-    more = f"... (+{len(text) - width} characters)" if len(text) > width else ""
-    return shown(text[:width], one_line=True) + more
+def question(summary, *lines):
+    """A question for a person, one shown() line per piece: nothing in it can break a line or redraw the screen."""
+    return "\n".join(shown(piece) for piece in (summary, *lines))
+
+
+def fit(text, rows, columns):
+    """text cut to a screen of rows x columns: its first and last rows (long lines wrapped) and what was hidden."""
+    lines = [line[start:start + columns] for line in text.split("\n")
+             for start in range(0, max(len(line), 1), columns)]
+    if len(lines) <= rows:
+        return "\n".join(lines)
+    head, tail = (rows - 1) // 2, rows - 1 - (rows - 1) // 2
+    return "\n".join([*lines[:head], f"[... {len(lines) - head - tail} lines hidden: answer ? to see them]",
+                      *lines[len(lines) - tail:]])
