@@ -57,6 +57,16 @@ def test_the_answer_is_a_call_of_final_answer_and_comes_back_as_json(harness, se
     assert offered["final_answer"]["parameters"] == Files.model_json_schema() and "read_file" in offered, offered
 
 
+def test_a_pydantic_model_class_is_a_shape_too(harness, server):
+    """run(task, output=Files), Files a Pydantic model class: final_answer is offered with the class's own JSON
+    schema, and result.output is an instance of the class."""
+    server.push(final({"count": 2, "names": ["a.txt", "b.txt"]}))
+    result = harness.run("Count the files", backend=scripted_backend(server), output=Files)
+    assert isinstance(result.output, Files) and result.output.count == 2, f"result.output is {result.output!r}"
+    offered = {tool["function"]["name"]: tool["function"] for tool in server.requests[0]["body"]["tools"]}
+    assert offered["final_answer"]["parameters"] == Files.model_json_schema(), offered.get("final_answer")
+
+
 def test_an_answer_that_does_not_fit_goes_back_with_what_is_wrong(harness, server):
     """An answer that does not fit comes back as the call's result, starting with error: and naming what is wrong,
     and the model's next try is taken."""
