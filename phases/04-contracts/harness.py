@@ -82,7 +82,8 @@ def run_tool(call, approve, policy):
     says so. Every failure becomes an 'error: ...' result the model can read and act on."""
     name = call.function.name
     try:
-        action, question = plan(policy, REGISTRY[name], check_call(name, call.function.arguments))
+        args = check_call(name, call.function.arguments)  # first: it knows no tool by that name
+        action, question = plan(policy, REGISTRY[name], args)
         asked = question and REGISTRY[name]["kind"] not in policy.unasked  # not approved in advance (--yes)
         if asked and approve(question) is not True:  # only a yes is a yes: not 1, not "yes", not None
             return "error: the user declined this call; do not try it again, find another way or answer"

@@ -1,7 +1,8 @@
-"""Phase 2 (learner's version): the agent loop, with one policy per run and a person asked before anything else.
+"""Phase 3 (learner's version): the agent loop, with one policy per run and a person asked before anything else.
 
 Run:  python harness.py "List the files here, then read backend.py and tell me which model it calls."
-      (--backend, --model, --base-url override the environment for one run; --workspace DIR, --yes)
+      (--backend, --model, --base-url override the environment for one run; --workspace DIR, --yes,
+       --sandbox workspace-write|read-only|off)
 The model asks for tools, we decide each call, run it and send the result back, until it answers or MAX_STEPS
 replies pass. A call that is not plainly read-only asks on standard error: y or yes runs it.
 Exit codes: 0 answered, 1 backend error, 2 usage, 3 step limit.
@@ -79,7 +80,7 @@ def call_tool(name, arguments, policy, approve):
         action, question = plan(policy, tool, args)
         if question and tool["kind"] not in policy.unasked and not said_yes(approve, question):
             return DECLINED
-        return str(action())
+        return guards.mask(policy, str(action()))
     except ToolError as problem:
         return f"error: {problem}"
     except Exception as problem:  # the model asked for it, so the model gets to read what went wrong
@@ -111,6 +112,9 @@ def run(task, backend=None, approve=ask_user, policy=None):
     policy (default: the current folder, asking) says what the tools may touch; approve(question) is asked."""
     backend = backend or choose()
     policy = policy or guards.policy()
+    if policy.why_none:
+        print(f"note: no sandbox ({policy.why_none}), so every command that is not plainly read-only asks, even "
+              "under --yes; --sandbox off says you accept that", file=sys.stderr)
     convo = Conversation(task, policy.workspace)
     step = 0
     while step < MAX_STEPS:
@@ -133,13 +137,15 @@ def main(argv=None):
     parser.add_argument("--model", help="model name (default: $MODEL, else the backend's)")
     parser.add_argument("--base-url", help="an OpenAI-compatible server (default: $BASE_URL, else the backend's)")
     parser.add_argument("--workspace", default=".", help="the only folder the tools may touch (default: here)")
-    parser.add_argument("--yes", action="store_true", help="run every command without asking")
+    parser.add_argument("--yes", action="store_true", help="run every command without asking, in the sandbox")
+    parser.add_argument("--sandbox", choices=("workspace-write", "read-only", "off"), default="workspace-write",
+                        help="what an approved command may write (default: the workspace); off: no bubblewrap")
     options = parser.parse_args(argv)
     if not Path(options.workspace).is_dir():
         parser.error(f"--workspace {options.workspace}: no such folder")
     try:
         answer = run(" ".join(options.task), choose(options.backend, options.model, options.base_url),
-                     policy=guards.policy(options.workspace, options.yes))
+                     policy=guards.policy(options.workspace, options.yes, options.sandbox))
     except BackendError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -1,21 +1,20 @@
-"""Phase 2 (learner's version): the tools the model may call, and how each call is decided.
+"""Phase 3 (learner's version): the tools the model may call, and how each call is decided.
 
 Each tool is a plain function registered with @tool, which files it in REGISTRY (name -> its function, how a call
 is decided, what kind of call a person approves, its schema) and its schema in TOOLS (what the model is told).
 Every tool takes the run's policy first. Try one:
     python -c "import guards, tools; print(tools.list_dir(guards.policy()))"
 """
-import subprocess
 from functools import partial
 
 import guards
+import shell
 from guards import Refused
 
 REGISTRY = {}
 TOOLS = []
 RESULT_LIMIT = 4000  # characters of one result the model gets, the note about the rest included
 MAX_COMMAND = 10_000  # characters of a command a person can still be asked to read
-TIMEOUT = 30  # seconds a command may run before it is stopped
 
 
 def capped(text):
@@ -62,13 +61,15 @@ def read_file(policy, path):
 
 
 def decide_command(policy, command):
-    """A plainly read-only command runs as its words, with no shell; anything else runs in the shell after a yes."""
+    """A command naming a secret is refused; a plainly read-only one runs as its words, with no shell and nothing
+    writable; anything else runs in the shell, able to write the workspace, after a yes."""
     if len(command) > MAX_COMMAND:
         raise Refused(f"the command is {len(command)} characters long, more than anyone can check "
                       f"(MAX_COMMAND = {MAX_COMMAND}); split it into smaller ones")
+    guards.names_a_secret(policy, command)
     argv = guards.plain(policy, command)
     if argv:  # it runs as this list of words, with no shell to read anything into them
-        return partial(run_shell, policy, argv, shell=False), None
+        return lambda: capped(shell.run(argv, policy)), None
     return partial(run_shell, policy, command), guards.question(f"Run: {command}")
 
 
@@ -76,10 +77,5 @@ def decide_command(policy, command):
       "read files in the workspace run at once; anything else waits for the user's yes.",
       decide=decide_command, kind="command",
       command=("string", "The command line, as you would type it in a terminal.", True))
-def run_shell(policy, command, shell=True):
-    try:
-        done = subprocess.run(command, shell=shell, cwd=policy.workspace, stdin=subprocess.DEVNULL,
-                              capture_output=True, encoding="utf-8", errors="replace", timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        return f"error: the command was stopped after TIMEOUT = {TIMEOUT} seconds"
-    return capped(f"exit code {done.returncode}\n{done.stdout}{done.stderr}")
+def run_shell(policy, command):
+    return capped(shell.run(shell.shell_argv(command), policy, write=True))
