@@ -76,7 +76,7 @@ def inside_workspace(policy, path):
 def system_program(word, defpath=os.defpath, pathsep=os.pathsep, pathext=os.environ.get("PATHEXT", "")):
     """The system's own program called word: looked up in defpath's absolute folders only, never `.`."""
     for folder in defpath.split(pathsep):
-        if not (os.path.isabs(folder) or re.match(r"[A-Za-z]:\\", folder)):  # Windows' "." in ".;C:\bin" too
+        if not os.path.isabs(folder):  # skips Windows' "." in ".;C:\bin"
             continue
         for ending in ("", *pathext.split(pathsep)):
             candidate = os.path.join(folder, word + ending)
