@@ -305,6 +305,7 @@ def main():
         os.chdir(workspace)  # the tools work in the current directory
         import backend
         import harness
+        import shell
         import tools
         timed = [n for n in MEASURE if args.figure in (None, n)]
         figures = {}  # name: its value in each run

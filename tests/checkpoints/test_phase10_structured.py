@@ -67,6 +67,25 @@ def test_a_pydantic_model_class_is_a_shape_too(harness, server):
     assert offered["final_answer"]["parameters"] == Files.model_json_schema(), offered.get("final_answer")
 
 
+class Named(BaseModel):
+    text: str
+
+
+class Listing(BaseModel):
+    count: int | None
+    names: list[Named]
+
+
+def test_an_answer_the_model_refuses_goes_back_though_the_schema_passed_it(harness, server):
+    """With output=Model, the model's own validation holds too (a nested model, which the schema check alone does
+    not hold): such an answer goes back as an error: result, and the next answer is taken, a Model."""
+    server.push(final({"count": 2, "names": ["a", "b"]}), final({"count": None, "names": [{"text": "a"}]}, id="f2"))
+    result = harness.run("Count", backend=scripted_backend(server), output=Listing)
+    assert result.status == "answered" and result.output == Listing(count=None, names=[Named(text="a")]), result
+    told = tool_results(server.requests[1])[-1]
+    assert told.startswith("error:") and "names" in told, f"the model should hear what does not fit: {told!r}"
+
+
 def test_an_answer_that_does_not_fit_goes_back_with_what_is_wrong(harness, server):
     """An answer that does not fit comes back as the call's result, starting with error: and naming what is wrong,
     and the model's next try is taken."""
