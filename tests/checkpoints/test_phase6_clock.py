@@ -121,7 +121,8 @@ def test_the_approved_calls_run_after_the_unasked_ones(workspace, server):
 
 
 def test_ctrl_c_leaves_no_command_running(workspace, server):
-    """Ctrl-C while an approved command runs: exit 130, and the command is gone (run() stops every command in shell.RUNNING)."""
+    """Ctrl-C while an approved command runs: exit 130, and the command is gone (run() stops every command in
+    shell.RUNNING)."""
     server.push(tool_calls(("run_shell", {"command": "sleep 62.5"})), "never asked")
     process = subprocess.Popen([sys.executable, "harness.py", *OFF, "Sleep"], cwd=workspace,
                                env=clean_env(**groq_env(server)), stdin=subprocess.DEVNULL,
