@@ -1,4 +1,4 @@
-"""Phase 3 (learner's version): what a run may touch, which files are secrets (by name and by what they hold),
+"""Phase 4 (learner's version): what a run may touch, which files are secrets (by name and by what they hold),
 what runs without asking, what a sandboxed command may not change, and how anything the model wrote is shown.
 
 Try: python -c "import guards; print(guards.plain(guards.policy('.'), 'ls -la'))"
@@ -16,7 +16,7 @@ from dotenv import dotenv_values
 import shell
 
 HOME = Path(__file__).resolve().parent  # the harness's own folder: its code, its .env
-KINDS = ("command",)  # the kinds of call a person approves; --yes approves them all in advance
+KINDS = ("command", "write")  # the kinds of call a person approves; --yes approves them all in advance
 MAX_PATH = 4096  # Linux's own limit on a path; a longer one is refused before it is followed
 SECRET_NAMES = ("*.env*", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",  # dotenv files, ssh-keygen
                 "*.pem", "*.key", "*.p12", "*.pfx",  # openssl
@@ -25,7 +25,7 @@ SECRET_FOLDERS = (".ssh", ".aws", ".git", ".gnupg", ".docker", ".kube", ".azure"
 NOT_SECRET = (".env.example", ".env.sample")  # templates, written to be shared
 SHELL_SYNTAX = set("|&;<>()$`\\\"'*?[]{}~!#%^")  # what a shell (or cmd) would read instead of passing on
 KEY_VARIABLES = ("KEY", "TOKEN", "SECRET", "PASSWORD")  # a variable whose name holds one of these is a secret
-MAX_READ = 1_000_000  # bytes of a file judged for secrets; a bigger file is never plain
+MAX_READ = 10_000_000  # bytes of a file read or judged for secrets; a bigger file is never plain
 JUDGED = {}  # (file, its version, the secrets) -> what secret it holds, or None: each version is read once
 CREDENTIALS = {  # what a credential looks like, whoever wrote it
     "a private key": r"-----BEGIN [A-Z ]*PRIVATE KEY-----",
@@ -68,11 +68,12 @@ class Policy:
 
 def policy(workspace=".", yes=False, sandbox="workspace-write"):
     """The policy of one run: its workspace, its sandbox (workspace-write, read-only or off), and with yes=True
-    every kind of call approved in advance, where a sandbox holds it or you said --sandbox off."""
+    every kind of call approved in advance (a command only where a sandbox holds it or you said --sandbox off)."""
     workspace = Path(workspace).resolve()
     box, why_none = (None, None) if sandbox == "off" else shell.find_sandbox(workspace)
     own = {HOME, *(Path(folder).resolve() for folder in sys.path if folder)}
-    return Policy(workspace, frozenset(KINDS if yes and (box or sandbox == "off") else ()),
+    approved = {kind for kind in KINDS if yes and (kind != "command" or box or sandbox == "off")}
+    return Policy(workspace, frozenset(approved),
                   tuple(place for place in own if place.is_relative_to(workspace)), known_secrets(workspace),
                   box, why_none, sandbox != "read-only")
 
@@ -146,6 +147,14 @@ def inside_workspace(policy, path):
     reason = secret_reason(policy, path, full)
     if reason:
         raise Refused(reason)
+    return full
+
+
+def writable(policy, path):
+    """The full path of a file the model may change: inside the workspace, no secret, none of the harness's own."""
+    full = inside_workspace(policy, path)
+    if any(full.is_relative_to(place) for place in policy.own):
+        raise Refused(f"{path} is one of the harness's own files, which the model may not change")
     return full
 
 

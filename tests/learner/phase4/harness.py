@@ -1,4 +1,4 @@
-"""Phase 3 (learner's version): the agent loop, with one policy per run and a person asked before anything else.
+"""Phase 4 (learner's version): the agent loop, with one policy per run and a person asked before anything else.
 
 Run:  python harness.py "List the files here, then read backend.py and tell me which model it calls."
       (--backend, --model, --base-url override the environment for one run; --workspace DIR, --yes,
@@ -16,7 +16,7 @@ from pathlib import Path
 import guards
 from backend import BackendError, chat, choose
 from guards import ToolError, shown
-from tools import REGISTRY, TOOLS, plan
+from tools import REGISTRY, TOOLS, check_call, plan
 
 MAX_STEPS = 10
 SCREEN_WIDTH = 200  # characters of a call's arguments shown on screen
@@ -52,6 +52,8 @@ def ask_user(question):
         if not answer:
             print("(end of input: no)", file=sys.stderr)
             return False
+        if not sys.stdin.isatty():  # a piped answer is not echoed by a terminal: show it, so the screen reads right
+            print(answer.strip(), file=sys.stderr)
         if answer.strip() != "?":
             return answer.strip().lower() in ("y", "yes")
         text = question
@@ -66,17 +68,11 @@ def said_yes(approve, question):
 
 
 def call_tool(name, arguments, policy, approve):
-    """Decide one requested call, ask when it must, run it; every failure is an `error: ...` text for the model."""
-    if name not in REGISTRY:
-        return f"error: there is no tool named {name!r}; the tools are {', '.join(REGISTRY)}"
+    """Check one requested call against its schema, decide it, ask when it must, run it; every failure is an
+    `error: ...` text for the model."""
     try:
-        args = json.loads(arguments or "{}")
-    except ValueError as problem:
-        return f"error: the arguments for {name} are not valid JSON ({problem}): {arguments!r}"
-    if not isinstance(args, dict):
-        return f"error: the arguments for {name} must be a JSON object, not {arguments!r}"
-    tool = REGISTRY[name]
-    try:
+        args = check_call(name, arguments)
+        tool = REGISTRY[name]
         action, question = plan(policy, tool, args)
         if question and tool["kind"] not in policy.unasked and not said_yes(approve, question):
             return DECLINED
