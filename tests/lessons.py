@@ -75,7 +75,7 @@ def run_lesson(lesson, code, show=False):
     """Run a lesson's commands in a fresh course tree with the code of the folder `code` (the lesson's own folder:
     the reference); return the differences found."""
     lesson = Path(lesson).resolve()
-    found, servers = [], []
+    found, servers, unsandboxed = [], [], False
     with tempfile.TemporaryDirectory() as scratch:
         tree = course_tree(code, Path(scratch) / "harness")
         try:
@@ -84,8 +84,8 @@ def run_lesson(lesson, code, show=False):
                 printed = "".join(line.rstrip() + "\n" for line in printed.replace(str(tree), HOME).splitlines())
                 if show:
                     print(f"$ {command}\n{printed}")
-                unsandboxed = NO_SANDBOX in printed and NO_SANDBOX not in shown  # this machine has no bubblewrap
-                if unsandboxed:  # the lessons show what a learner with bubblewrap sees, and one note says so here
+                unsandboxed = unsandboxed or (NO_SANDBOX in printed and NO_SANDBOX not in shown)  # no bubblewrap here:
+                if unsandboxed:  # the lesson shows what a learner with bubblewrap sees, from here on
                     printed = "".join(line for line in printed.splitlines(keepends=True) if NO_SANDBOX not in line)
                 if not matches(shown, printed):
                     found.append(f"{UNSANDBOXED if unsandboxed else ''}$ {command}\n--- the lesson shows ---\n{shown}"

@@ -39,7 +39,6 @@ SYSTEM = ("You are a coding agent working in the folder {workspace}, your worksp
 DECLINED = "error: the user declined this call; do not try it again, find another way or answer"
 EXIT_CODES = {"answered": 0, "provider_error": 1, "output_error": 1, "internal_error": 1, "step_limit": 3,
               "tool_call_limit": 3, "token_limit": 3, "deadline": 3, "interrupted": 130}
-BUDGETS = ("step_limit", "tool_call_limit", "token_limit", "deadline")  # the statuses that mean "stopped"
 
 
 class Stop(Exception):

@@ -44,7 +44,6 @@ SYSTEM = ("You are a coding agent working in the folder {workspace}, your worksp
 DECLINED = "error: the user declined this call; do not try it again, find another way or answer"
 EXIT_CODES = {"answered": 0, "provider_error": 1, "output_error": 1, "internal_error": 1, "step_limit": 3,
               "tool_call_limit": 3, "token_limit": 3, "deadline": 3, "interrupted": 130}
-BUDGETS = ("step_limit", "tool_call_limit", "token_limit", "deadline")  # the statuses that mean "stopped"
 
 
 class Stop(Exception):
@@ -254,8 +253,8 @@ def ask(settings, result):
 
 
 def decide(settings, result, call):
-    """What one call will do, and whether a person was asked: (an action to run, or its outcome (text, failed)
-    when nothing is to run, asked). Deciding and the person's answer are both on the run's clock."""
+    """What one call will do, and whether it needed a yes: (an action to run, or its outcome (text, failed)
+    when nothing is to run, approved). Deciding and the person's answer are both on the run's clock."""
     name, arguments = call.function.name, call.function.arguments
     say(shown(f"[{result.steps}] {name} {one_line(arguments or '')}"))
     result.tool_calls += 1
@@ -266,8 +265,8 @@ def decide(settings, result, call):
         tool = REGISTRY[name]
         action, question = within(settings.deadline, "the harness to decide the call", partial(
             plan, settings.policy, tool, args, settings.deadline))
-        if not question or tool["kind"] in settings.policy.unasked:
-            return action, False
+        if not question or tool["kind"] in settings.policy.unasked:  # approved in advance (--yes) is approved
+            return action, bool(question)
         if not within(settings.deadline, "your answer", partial(said_yes, settings.approve, question)):
             return (DECLINED, True), True
         return action, True

@@ -177,12 +177,12 @@ def run(argv, policy, write=False, deadline=None):
         code = process.wait(timeout)
     except subprocess.TimeoutExpired:
         why = f"TIMEOUT = {TIMEOUT} s" if timeout == TIMEOUT else "the run's deadline"
-        reason, code = f"timed out after {time.monotonic() - began:.1f} s ({why})", "none"
+        reason = f"timed out after {time.monotonic() - began:.1f} s ({why})"
     stop(process)  # what it left running in its group ends with it
     if since is not None and not policy.sandbox:
         reap(since)
     process.wait()
     reader.join(5)
     RUNNING.discard(process)
-    result = f"exit code {code}\n{kept.decode('utf-8', errors='replace')}"
-    return f"error: {reason}\n{result}" if reason else result
+    output = kept.decode("utf-8", errors="replace")
+    return f"error: {reason}\n{output}" if reason else f"exit code {code}\n{output}"  # a stopped one has none
