@@ -659,6 +659,23 @@ def test_the_check_passes_a_good_loop_and_fails_a_broken_one_with_the_lessons_wo
     assert "expected: " in failed.stdout and "Traceback" not in failed.stdout, "a failure reads as the lesson's words"
 
 
+def test_the_cases_run_on_the_folder_given_with_code(tmp_path):
+    """`python tests/cases.py --code DIR NAME` runs the case on DIR's code: phase 5's checkpoint passes two_steps,
+    phase 4's (no --trace yet) fails it, each trace lands in ./traces; a folder that is not there is a usage
+    message, never a traceback."""
+    def cases(*args):
+        return subprocess.run([sys.executable, str(ROOT / "tests" / "cases.py"), *args], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300, env=clean_env())
+
+    good = cases("--code", str(checkpoints()[5]), "two_steps")
+    assert good.returncode == 0 and "ok   two_steps" in good.stdout, good.stdout + good.stderr
+    assert (tmp_path / "traces" / "two_steps.jsonl").is_file()
+    bad = cases("--code", str(checkpoints()[4]), "two_steps")
+    assert bad.returncode == 1 and "FAIL two_steps" in bad.stdout, bad.stdout + bad.stderr
+    missing = cases("--code", str(tmp_path / "no such folder"), "two_steps")
+    assert missing.returncode == 2 and "usage: cases.py" in missing.stderr and "Traceback" not in missing.stderr
+
+
 def test_a_keyboard_interrupt_out_of_your_code_fails_that_test_and_the_check_goes_on(tmp_path):
     """Phase 5's run() changed to let Ctrl-C at a question out: that test fails, naming the KeyboardInterrupt and
     where it got out, and the next test still runs."""
@@ -722,3 +739,11 @@ def test_each_troubleshooting_bug_shows_its_symptom_and_fails_the_check(tmp_path
     lesson = (checkpoints()[1] / "README.md").read_text()
     assert bug["symptom"].split(" ...")[0][:40] in lesson, "the symptom is the one the lesson shows"
     assert check_command(None, 1, "--code", str(tree), "-x").returncode == 1
+
+
+def test_no_file_of_the_course_holds_a_merge_s_conflict_markers():
+    """A merge's conflict left in a file (a lesson, the README, code) is found before a learner reads it."""
+    tracked = git("ls-files").splitlines()
+    marked = [name for name in tracked if (ROOT / name).is_file() and name.endswith((".py", ".md", ".txt", ".toml"))
+              and re.search(r"^(<{7} |>{7} )", (ROOT / name).read_text(encoding="utf-8", errors="replace"), re.M)]
+    assert marked == [], marked
