@@ -4,6 +4,7 @@ or wrong. Each runs `python harness.py` for real, against a scripted server, in 
 Run:  python tests/cases.py                      (every case; each trace is written to traces/NAME.jsonl)
       python tests/cases.py --phase 7            (the cases of phases 0 to 7: what code at phase 7 must pass)
       python tests/cases.py -v rate_limited_then_answered     (-v: show what the harness printed, too)
+      python tests/cases.py --code DIR two_steps  (the code in DIR, e.g. phases/05-budgets; default: the root's)
 Each case names the phase that introduced what it checks; that phase's check runs it on every later checkpoint too
 (tests/checkpoints/test_phase5_budgets.py, test_phase6_clock.py, test_phase7_recovery.py, test_phase8_streaming.py).
 """
@@ -198,7 +199,7 @@ CASES = {
         "expect": {"status": "answered", "exit": 0, "answer": "Hi, slowly."}},
     "approved_sleep_meets_the_deadline": {
         "phase": 6,
-        "task": "Sleep", "args": ["--yes", "--deadline", "9"],
+        "task": "Sleep", "args": ["--yes", "--sandbox", "off", "--deadline", "9"],  # approved on every machine
         "script": [{"tool_calls": [call("run_shell", {"command": "sleep 60; echo woke"})]}, "never asked"],
         "expect": {"status": "deadline", "exit": 3, "requests": 1, "seconds": 30,
                    "results": ["the run's deadline"]}},
@@ -286,7 +287,7 @@ CASES = {
         # was three_identical_calls_in_one_turn_run_once: since the re-cut, identical calls are not merged; they
         # run side by side, so four take the time of one. Measured against the calls' own times, not a clock
         # bound, so that a busy machine (slower calls, slower start) cannot fail it.
-        "task": "Sleep", "args": ["--yes"],
+        "task": "Sleep", "args": ["--yes", "--sandbox", "off"],  # approved on every machine, bubblewrap or not
         "script": [{"tool_calls": [call("run_shell", {"command": "sleep 4; echo once"}, id=f"s{n}")
                                    for n in range(4)]}, "Slept."],
         "expect": {"status": "answered", "exit": 0, "results": ["once"] * 4, "side_by_side": True}},
@@ -742,11 +743,15 @@ def matches(parts, results):
 
 
 def main(argv):
-    parser = argparse.ArgumentParser(description="Run the scripted cases against the code in the repository root.")
+    parser = argparse.ArgumentParser(description="Run the scripted cases against your code.")
     parser.add_argument("names", nargs="*", help="the cases to run (default: every case)")
     parser.add_argument("-v", dest="show", action="store_true", help="show what the harness printed, too")
     parser.add_argument("--phase", type=int, metavar="N", help="only the cases of phases 0 to N")
+    parser.add_argument("--code", type=Path, metavar="DIR", default=ROOT, help="the folder whose .py files are your "
+                        "code (default: the repository root)")
     args = parser.parse_args(argv)
+    if not args.code.is_dir():
+        parser.error(f"--code {args.code}: no such folder")
     show, names = args.show, args.names or [name for name, case in CASES.items()
                                             if args.phase is None or case["phase"] <= args.phase]
     unknown = [n for n in names if n not in CASES]
@@ -755,11 +760,11 @@ def main(argv):
     Path("traces").mkdir(exist_ok=True)
     for name in names:
         (Path("traces") / f"{name}.jsonl").unlink(missing_ok=True)  # each trace holds the last run only
-    running = {} if show else start_cases(names, ROOT, "traces")
+    running = {} if show else start_cases(names, args.code, "traces")
     failed = 0
     for name in names:
-        found = running[name].result() if name in running else run_case(name, ROOT, Path("traces") / f"{name}.jsonl",
-                                                                         show)
+        found = running[name].result() if name in running else run_case(name, args.code,
+                                                                         Path("traces") / f"{name}.jsonl", show)
         failed += bool(found)
         print(f"{'ok  ' if not found else 'FAIL'} {name:48} traces/{name}.jsonl")
         for problem in found:
