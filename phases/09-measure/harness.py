@@ -235,10 +235,10 @@ def ask(settings, result):
     usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
     for name in result.usage:
         result.usage[name] += usage[name]
-    settings.trace.record("reply", step=result.steps, finish_reason=finish, content=message.content,
-                          refusal=message.refusal, calls=[call.id for call in message.tool_calls or []],
-                          usage=usage, seconds=round(time.monotonic() - asked, 3))
     ending = "refused" if message.refusal else {"length": "incomplete", "content_filter": "content_filter"}.get(finish)
+    calls = [] if ending else [call.id for call in message.tool_calls or []]  # an ending reply's calls never run
+    settings.trace.record("reply", step=result.steps, finish_reason=finish, content=message.content,
+                          refusal=message.refusal, calls=calls, usage=usage, seconds=round(time.monotonic() - asked, 3))
     if ending:
         result.messages.append({"role": "assistant", "content": message.content or ""})  # no half-written calls
         result.answer = message.content or message.refusal or ""

@@ -269,6 +269,8 @@ def checked(data):
             content = "".join(str(part.get("text") or "") if isinstance(part, dict) else str(part) for part in content)
         message = {**choice["message"], "role": "assistant", "content": content}
         for n, call in enumerate(message.get("tool_calls") or []):
+            if call.get("type", "function") != "function":  # ChatCompletion takes "custom" calls too: no tool here is
+                raise KeyError("type")  # one, so the reply is no chat completion we can answer
             arguments = call["function"].get("arguments")
             call["function"]["arguments"] = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
             call["id"] = str(call.get("id") or f"call_{n}")

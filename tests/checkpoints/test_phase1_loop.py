@@ -84,6 +84,8 @@ def test_each_reply_goes_back_rebuilt_with_role_content_and_tool_calls_only(loop
     last = server.requests[-1]["body"]["messages"]
     roles = [m.get("role") for m in last]
     assert roles[-4:] == ["assistant", "tool", "assistant", "tool"], f"the last request's messages were {roles}"
+    first = [{"role": "system", "content": getattr(loop, "SYSTEM", None)}, {"role": "user", "content": TASK}]
+    assert last[:2] == first, f"step 4: run() starts with SYSTEM as the system message, then the task: {last[:2]}"
     start = (workspace / "backend.py").read_text()[:200]
     assert last[-1].get("content", "").startswith(start), f"the result of read_file should be the file: {last[-1]}"
     for sent in (m for m in last if m["role"] == "assistant"):

@@ -14,6 +14,7 @@ from tools import REGISTRY, TOOLS
 
 MAX_STEPS = 10
 SCREEN_WIDTH = 200  # characters of a call's arguments shown on screen
+SYSTEM = "You are a coding agent in the current folder. Look at the files with the tools before you answer."
 
 
 def one_line(arguments):
@@ -52,7 +53,7 @@ class Conversation:
     """The messages sent to the model, kept in the shape the Chat Completions API accepts."""
 
     def __init__(self, task):
-        self.messages = [{"role": "user", "content": task}]
+        self.messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}]
 
     def add_reply(self, message):
         """Store the model's reply rebuilt by hand: SDK extras such as `reasoning` are refused by Groq."""
