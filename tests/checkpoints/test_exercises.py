@@ -25,8 +25,8 @@ def tool_results(request):
 
 @exercise(0, 1)
 def test_backend_lists_the_models_the_server_offers(workspace, unused_port):
-    """`python backend.py --models` prints the names of the models the server lists (GET /models), one a line,
-    exit 0; a server that cannot be reached is one `error: ...` line, exit 1."""
+    """`python backend.py --models` prints the names of the models the server lists, one a line, exit 0; a server
+    it cannot reach is one `error: ...` line, exit 1."""
     with demo_model.start(models=["alpha-1", "beta-2"]) as server:
         result = run_python(workspace, "backend.py", "--models", env={"BASE_URL": server.url})
         served = list(server.models)
@@ -41,7 +41,7 @@ def test_backend_lists_the_models_the_server_offers(workspace, unused_port):
 
 @exercise(0, 3)
 def test_a_base_url_pasted_with_chat_completions_still_answers(workspace, server):
-    """A BASE_URL that ends in `/chat/completions` (as pasted from a curl line), with or without a `/` after it:
+    """With a BASE_URL that ends in `/chat/completions` (copied from a curl line), with or without a last `/`,
     `python backend.py` answers from that server, exit 0."""
     for pasted in (f"{server.url}/chat/completions", f"{server.url}/chat/completions/"):
         server.push("Hello from the pasted URL.")
@@ -52,8 +52,8 @@ def test_a_base_url_pasted_with_chat_completions_still_answers(workspace, server
 
 @exercise(1, 1)
 def test_the_system_message_comes_from_the_command_line(workspace, server):
-    """`python harness.py --system "Answer in French." TASK` sends "Answer in French." as the first message, the
-    system message, then the task; without --system, SYSTEM as before."""
+    """`python harness.py --system "Answer in French." "Say hi"` sends that text first (the system message), then
+    the task; a run without --system still sends SYSTEM."""
     server.push("Bonjour.", "Hello.")
     result = run_python(workspace, "harness.py", "--system", "Answer in French.", "Say hi", env=groq_env(server))
     assert result.returncode == 0 and "Bonjour." in result.stdout, printed(result)
@@ -76,11 +76,11 @@ def test_the_model_calls_count_lines(workspace):
 
 @exercise(4, 1)
 def test_a_misspelled_argument_is_named_with_the_one_meant(load):
-    """`check_call("read_file", '{"path": "notes.txt", "ofset": 5}')` raises a BadCall saying
-    `unexpected argument "ofset"` and `did you mean "offset"?`; an argument like no other (`"zzz"`) gets no guess."""
+    """`check_call("read_file", '{"path": "a", "ofset": 5}')` raises a BadCall that names "ofset" and says
+    `did you mean "offset"?`; an argument like no other (`"zzz"`) gets no guess."""
     tools = load("tools")
     with pytest.raises(tools.BadCall) as caught:
-        tools.check_call("read_file", '{"path": "notes.txt", "ofset": 5}')
+        tools.check_call("read_file", '{"path": "a", "ofset": 5}')
     said = str(caught.value)
     assert '"ofset"' in said and 'did you mean "offset"?' in said, f"the message {said!r} should guess \"offset\""
     with pytest.raises(tools.BadCall) as caught:
@@ -90,9 +90,8 @@ def test_a_misspelled_argument_is_named_with_the_one_meant(load):
 
 @exercise(4, 2)
 def test_arguments_encoded_twice_are_read_once_more(load, workspace, server):
-    """Arguments sent as a JSON string holding the JSON object (encoded twice) are read as that object:
-    `check_call("read_file", json.dumps(json.dumps({"path": "notes.txt"})))` gives the same as the object sent once,
-    and in the loop the call runs; a JSON string holding anything else is still a BadCall."""
+    """Arguments encoded twice, a JSON string holding the object: `check_call("read_file", that string)` gives what
+    the object sent once gives, the call runs in the loop, and a JSON string holding no object is still a BadCall."""
     tools = load("tools")
     once = json.dumps({"path": "notes.txt"})
     assert tools.check_call("read_file", json.dumps(once)) == tools.check_call("read_file", once)
@@ -107,9 +106,8 @@ def test_arguments_encoded_twice_are_read_once_more(load, workspace, server):
 
 @exercise(5, 2)
 def test_a_budget_in_money_ends_the_run(workspace, server):
-    """`python harness.py --max-cost 0.000001 TASK`: the first reply costs more than that, so the run ends before a
-    second request, `stopped: cost limit` on standard output, exit 3; with `--max-cost 5` the same task is
-    answered, exit 0."""
+    """`python harness.py --max-cost 0.000001 TASK` ends the run before its second request, with the line
+    `stopped: cost limit` and exit 3; with `--max-cost 5` the same task is answered, exit 0."""
     server.push(tool_calls(("list_dir", {"path": "."})), "Done.")
     result = run_python(workspace, "harness.py", "--max-cost", "0.000001", "Look around", env=groq_env(server))
     assert result.returncode == 3 and "stopped: cost limit" in result.stdout.splitlines(), (
@@ -122,8 +120,8 @@ def test_a_budget_in_money_ends_the_run(workspace, server):
 
 @exercise(6, 2)
 def test_at_once_runs_at_most_max_at_once_functions_together(harness, monkeypatch):
-    """With `harness.MAX_AT_ONCE` set to 2, `at_once()` of five functions never runs more than two at the same
-    time, and every one of them finishes; five that sleep 30 s still end at the deadline, with empty boxes."""
+    """With `harness.MAX_AT_ONCE` at 2, `at_once()` of five functions never runs more than two at a time and all
+    five finish; five that sleep 30 s still end at the deadline, their boxes empty."""
     monkeypatch.setattr(harness, "MAX_AT_ONCE", 2, raising=False)
     lock, running, most = threading.Lock(), [0], [0]
 
@@ -146,8 +144,8 @@ def test_at_once_runs_at_most_max_at_once_functions_together(harness, monkeypatc
 
 @exercise(7, 1)
 def test_a_busy_flex_tier_is_asked_again(workspace, server):
-    """Groq's 498 (its flex tier is busy), then an answer: `python harness.py "Say hi"` asks again and answers,
-    exit 0, after exactly 2 requests."""
+    """A 498 (Groq's flex tier is busy), then `Hi.`: `python harness.py "Say hi"` asks again and ends answered,
+    exit 0, after 2 requests."""
     server.push({"status": 498, "body": error("The flex tier is at capacity right now; try again shortly.",
                                               code="flex_tier_capacity_exceeded")}, "Hi.")
     result = run_python(workspace, "harness.py", "Say hi", env=groq_env(server))
@@ -157,8 +155,8 @@ def test_a_busy_flex_tier_is_asked_again(workspace, server):
 
 @exercise(7, 2)
 def test_a_retry_leaves_a_retry_record_in_the_trace(workspace, server):
-    """A call Groq could not parse (`tool_use_failed`), then an answer, with `--trace t.jsonl`: the trace holds a
-    record of type `retry`, before the `reply` record."""
+    """A `tool_use_failed` (a call Groq could not parse), then an answer, with `--trace t.jsonl`: the trace holds
+    a record of type `retry`, before the `reply` record."""
     server.push(TOOL_USE_FAILED, "Hi.")
     trace = workspace / "t.jsonl"
     result = run_python(workspace, "harness.py", "--trace", str(trace), "Say hi", env=groq_env(server))
@@ -169,8 +167,8 @@ def test_a_retry_leaves_a_retry_record_in_the_trace(workspace, server):
 
 @exercise(8, 2)
 def test_the_reply_record_says_when_the_first_text_came(workspace, server):
-    """`python harness.py --stream --trace t.jsonl TASK`, a reply in words: its `reply` record has
-    `first_text_seconds`, a number no larger than its `seconds`."""
+    """`python harness.py --stream --trace t.jsonl TASK`, answered in words, leaves a `reply` record whose
+    `first_text_seconds` is a number no larger than its `seconds`."""
     server.push({"content": "Hello there, this is streamed.", "delay": 0.1})
     trace = workspace / "t.jsonl"
     result = run_python(workspace, "harness.py", "--stream", "--trace", str(trace), "Say hi", env=groq_env(server))
@@ -183,8 +181,7 @@ def test_the_reply_record_says_when_the_first_text_came(workspace, server):
 @exercise(10, 2)
 def test_minimum_is_checked_in_a_structured_answer(harness, load, server):
     """An output schema whose `count` has `"minimum": 0` is taken (`harness.unusable()` gives None), and a
-    `final_answer` with a `count` of -1 comes back as an `error:` result naming `count`; the next answer, 2, is
-    the output."""
+    `final_answer` with a `count` of -1 is an `error:` result naming `count`; the next answer, 2, is the output."""
     tools = load("tools")
     schema = {"type": "object", "properties": {"count": {"type": "integer", "minimum": 0}}, "required": ["count"]}
     assert harness.unusable(schema) is None, f"unusable() says: {harness.unusable(schema)}"
