@@ -1,9 +1,11 @@
 """Fixtures, and the learner's check.
 
 `python -m pytest tests/checkpoints --phase N [--code DIR]` checks the code in DIR (default: the repository root)
-against phase N's "Done when", by behaviour only, and says what to fix in the lesson's words. Without --phase,
-every test module runs against the checkpoint of its PHASE (the phase that introduced what it checks) and the last
-checkpoint (the top-level code), once when their FILES are the same. The checkpoints in between share that code:
+against phase N's "Done when", by behaviour only, and says what to fix in the lesson's words; `--exercise K` checks
+exercise K of that lesson instead (tests/checkpoints/test_exercises.py). Without --phase, every test module runs
+against the checkpoint of its PHASE (the phase that introduced what it checks) and the last checkpoint (the
+top-level code), once when their FILES are the same; an exercise's check runs on its phase's checkpoint with the
+reference solution applied (phases/NN-name/solutions/exercise-K.diff). The checkpoints in between share that code:
 tests/test_course.py holds every definition a phase changes to be named in its lesson, so a fix that missed a
 copy fails there (unless that phase's lesson names what the fix changed).
 """
@@ -16,11 +18,14 @@ from pathlib import Path
 
 import helpers
 import pytest
-from helpers import ROOT, checkpoints, copy_code, demo_model, fingerprint
+from helpers import ROOT, apply_solution, checkpoints, copy_code, demo_model, fingerprint
 
 
 def pytest_addoption(parser):
-    parser.addoption("--phase", type=int, metavar="N", help="check your code against phase N's 'Done when'")
+    parser.addoption("--phase", type=int, metavar="N", action="append",
+                     help="check your code against phase N's 'Done when' (give it again for more phases)")
+    parser.addoption("--exercise", metavar="K", action="append",
+                     help="with --phase: check exercise K of the lesson instead ('all': each one that has a check)")
     parser.addoption("--code", type=Path, metavar="DIR", help="with --phase: the folder to check (default: here)")
 
 
@@ -32,18 +37,35 @@ def pytest_configure(config):
         signal.signal(signal.SIGINT, pressed)  # Ctrl-C, and every child would: the tests press it)
     if phase is not None and hasattr(config.option, "tx"):
         config.option.dist, config.option.tx = "no", []
-    if phase is not None and phase not in range(len(checkpoints())):
-        raise pytest.UsageError(f"--phase {phase}: the phases are 0 to {len(checkpoints()) - 1}")
+    for number in phase or []:
+        if number not in range(len(checkpoints())):
+            raise pytest.UsageError(f"--phase {number}: the phases are 0 to {len(checkpoints()) - 1}")
     if code is not None and (phase is None or not code.is_dir()):
         raise pytest.UsageError(f"--code {code}: give a folder that exists, and --phase with it")
+    exercises = config.getoption("--exercise") or []
+    if exercises and (phase is None or not all(k == "all" or k.isdigit() for k in exercises)):
+        raise pytest.UsageError(f"--exercise {' '.join(exercises)}: give an exercise's number (or all), and --phase")
+
+
+def check_of(item):
+    """(phase, exercise) of a checkpoint test: (4, None) for phase 4's check, (4, 2) for its exercise 2's."""
+    exercise = item.get_closest_marker("exercise")  # @pytest.mark.exercise(4, 2), in test_exercises.py
+    return tuple(exercise.args) if exercise else (getattr(item.module, "PHASE", None), None)
 
 
 def pytest_collection_modifyitems(config, items):
-    phase = config.getoption("--phase")
-    if phase is None:
+    phases, exercises = config.getoption("--phase"), config.getoption("--exercise")
+    if phases is None:
         return
-    chosen = [item for item in items if getattr(item.module, "PHASE", None) == phase and "checkpoints" in
-              item.path.parts]
+    wanted = {None} if not exercises else {"all"} if "all" in exercises else {int(k) for k in exercises}
+    chosen = [item for item in items if "checkpoints" in item.path.parts and check_of(item)[0] in phases and
+              (check_of(item)[1] in wanted or (wanted == {"all"} and check_of(item)[1] is not None))]
+    if exercises and not chosen:
+        have = sorted({check_of(item)[1] for item in items if item.get_closest_marker("exercise") and
+                       check_of(item)[0] in phases})
+        raise pytest.UsageError(f"phase {', '.join(map(str, phases))} has no exercise {' '.join(exercises)} with a "
+                                f"check; {'those with one: ' + ', '.join(map(str, have)) if have else 'none has one'} "
+                                "(the lesson says why an exercise has none)")
     config.hook.pytest_deselected(items=[item for item in items if item not in chosen])
     items[:] = chosen
 
@@ -55,6 +77,11 @@ def pytest_generate_tests(metafunc):
     if metafunc.config.getoption("--phase") is not None:
         code = metafunc.config.getoption("--code") or ROOT
         metafunc.parametrize("code_dir", [code.resolve()], ids=["your-code"])
+        return
+    exercise = metafunc.definition.get_closest_marker("exercise")
+    if exercise:  # the reference solution, applied to its phase's checkpoint by the workspace fixture
+        checkpoint = checkpoints()[exercise.args[0]]
+        metafunc.parametrize("code_dir", [checkpoint], ids=[f"{checkpoint.name}+exercise-{exercise.args[1]}"])
         return
     marker = metafunc.definition.get_closest_marker("files")  # @pytest.mark.files("harness.py", ...), or all
     files, seen, dirs = marker.args if marker else getattr(metafunc.module, "FILES", None), set(), []
@@ -128,9 +155,14 @@ def pytest_runtest_makereport(item, call):
 
 
 @pytest.fixture
-def workspace(tmp_path, code_dir):
-    """A scratch directory holding a copy of the code under test, where the tools can do no harm."""
-    return copy_code(code_dir, tmp_path / "work")
+def workspace(tmp_path, code_dir, request):
+    """A scratch directory holding a copy of the code under test, where the tools can do no harm; for an exercise's
+    check without --phase, the checkpoint with the exercise's reference solution applied."""
+    work = copy_code(code_dir, tmp_path / "work")
+    exercise = request.node.get_closest_marker("exercise")
+    if exercise and request.config.getoption("--phase") is None:
+        apply_solution(work, *exercise.args)
+    return work
 
 
 @pytest.fixture
@@ -157,14 +189,16 @@ def harness(load):
 @pytest.fixture
 def load(workspace, monkeypatch):
     """Import modules of the code under test (tools, harness, ...) fresh from the workspace, run there: their
-    WORKSPACE is the current directory, as when you run them."""
-    code = [p.stem for p in workspace.glob("*.py")]
+    WORKSPACE is the current directory, as when you run them. Only from there: a module your code lacks is
+    missing, never the repository's own copy (the top-level code, which --code DIR must not stand in for)."""
+    code = {p.stem for p in workspace.glob("*.py")} | {p.stem for c in checkpoints() for p in c.glob("*.py")}
 
     def forget():
         for name in code:
             sys.modules.pop(name, None)
 
     forget()
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if Path(p or ".").resolve() != ROOT])
     monkeypatch.syspath_prepend(str(workspace))
     monkeypatch.chdir(workspace)
     yield importlib.import_module

@@ -85,6 +85,20 @@ def copy_code(code_dir, destination):
     return destination
 
 
+def solution(phase, exercise):
+    """The reference solution of a lesson's exercise: a patch on the checkpoint's code, e.g.
+    solution(4, 1) -> Path("phases/04-contracts/solutions/exercise-1.diff")."""
+    return checkpoints()[phase] / "solutions" / f"exercise-{exercise}.diff"
+
+
+def apply_solution(folder, phase, exercise):
+    """Apply an exercise's reference solution to a copy of its checkpoint's code in folder (as `git apply` does in
+    a learner's repository); AssertionError, saying so, when it no longer applies."""
+    applied = subprocess.run(["git", "apply", "--whitespace=nowarn", str(solution(phase, exercise))], cwd=folder,
+                             capture_output=True, text=True, env=clean_env(GIT_CEILING_DIRECTORIES=str(folder.parent)))
+    assert applied.returncode == 0, f"{solution(phase, exercise)} does not apply: {applied.stderr.strip()}"
+
+
 def clean_env(**settings):
     """This environment without provider settings, plus those given, for a child process that must not reach a
     real provider or write bytecode into the code under test."""
