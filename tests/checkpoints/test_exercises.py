@@ -4,12 +4,14 @@ docstring is the lesson's "You succeeded when". Without --phase, each runs on it
 reference solution applied (phases/NN-name/solutions/exercise-K.diff). An exercise whose success is something you
 explain has no check here; its lesson says so."""
 import json
+import shutil
 import threading
 import time
 
 import pytest
 from cases import TOOL_USE_FAILED, error
-from helpers import demo_model, groq_env, run_python, scripted_backend, tool_calls, trace_records
+from helpers import (BUBBLEWRAP_MISSING, ROOT, demo_model, groq_env, needs_bubblewrap, run_python, scripted_backend,
+                     tool_calls, trace_records)
 
 exercise = pytest.mark.exercise  # exercise(phase, number)
 
@@ -72,6 +74,63 @@ def test_the_model_calls_count_lines(workspace):
     assert '[1] count_lines {"path": "lines.txt"}' in result.stdout, (
         f"the demo calls a tool the task names, once TOOLS describes it and REGISTRY has it.{printed(result)}")
     assert "count_lines returned: 7" in result.stdout, f"count_lines should return the count, 7.{printed(result)}"
+
+
+@exercise(2, 1)
+def test_sort_with_its_listed_options_runs_without_a_question(workspace, server):
+    """`python harness.py --workspace play 'Run `sort -n notes.txt`'` runs without a question (the lines come back
+    sorted), and `'Run `sort -o x notes.txt`'` still asks: nobody answers, so it does not run and writes no x."""
+    (workspace / "play").mkdir()
+    (workspace / "play" / "notes.txt").write_text("10\n9\n100\n")
+
+    def run(command):
+        """What harness.py printed when the model ran this command in play, and the call's result."""
+        server.push(tool_calls(("run_shell", {"command": command})), "Done.")
+        before = len(server.requests)
+        result = run_python(workspace, "harness.py", "--workspace", "play", f"Run `{command}`", env=groq_env(server))
+        sent = server.requests[before + 1:]  # the request after the call carries its result
+        return result, "".join(m["content"] for m in tool_results(sent[0])) if sent else ""
+
+    result, said = run("sort -n notes.txt")
+    assert "? [y/N]" not in result.stderr, f"sort -n only reads: READ_ONLY should let it run unasked.{printed(result)}"
+    assert "9\n10\n100" in said, f"sort -n should have run: {said!r}{printed(result)}"
+    result, said = run("sort -o x notes.txt")
+    assert "? [y/N]" in result.stderr and said.startswith("error:"), f"-o writes a file: it asks.{printed(result)}"
+    assert not (workspace / "play" / "x").exists(), "sort -o x ran although nobody said yes"
+
+
+@exercise(3, 1)
+@needs_bubblewrap
+def test_a_command_in_the_sandbox_sees_the_machine_named_sandbox(workspace, server):
+    """`python harness.py --yes --workspace play 'Run `uname -n`'` prints `sandbox`, the name bubblewrap gives the
+    machine (`--hostname sandbox`), not yours."""
+    (workspace / "play").mkdir()
+    server.push(tool_calls(("run_shell", {"command": "uname -n"})), "Named.")
+    result = run_python(workspace, "harness.py", "--yes", "--workspace", "play", "Run `uname -n`", env=groq_env(server))
+    results = tool_results(server.requests[-1]) if len(server.requests) > 1 else []
+    assert results and "sandbox" in results[0]["content"].splitlines(), (
+        f"uname -n printed {results[0]['content'] if results else 'nothing'!r}, not sandbox.{printed(result)}")
+
+
+@exercise(3, 2)
+def test_a_stripe_restricted_key_is_a_secret(workspace, server):
+    """A file holding `rk_live_` and 24 letters and digits: reading it says `holds a secret (an API token)`,
+    `cat pay.txt` is refused, and (with bubblewrap) an approved `cat pa*.txt` prints `Permission denied`, never the
+    key."""
+    play, key = workspace / "play", "rk_live_" + "51HqLyjWDarjtT1zdp7dc0Zx"
+    play.mkdir()
+    (play / "pay.txt").write_text(f"stripe {key}\n")
+    server.push(tool_calls(("read_file", {"path": "pay.txt"}), ("run_shell", {"command": "cat pay.txt"}),
+                           ("run_shell", {"command": "cat pa*.txt"})), "Done.")
+    result = run_python(workspace, "harness.py", "--yes", "--workspace", "play", "Read pay.txt", env=groq_env(server))
+    results = [m["content"] for m in tool_results(server.requests[-1])] if len(server.requests) > 1 else []
+    assert len(results) == 3, f"three calls, three results: {results}{printed(result)}"
+    assert "holds a secret (an API token)" in results[0] and key not in results[0], f"read_file gave {results[0]!r}"
+    assert results[1].startswith("error:") and "secret" in results[1] and key not in results[1], (
+        f"cat pay.txt names a file that holds a secret: it is refused, not run: {results[1]!r}")
+    if not BUBBLEWRAP_MISSING:
+        assert "Permission denied" in results[2] and key not in results[2], (
+            f"the sandbox hides a file that holds a secret: cat pa*.txt gave {results[2]!r}")
 
 
 @exercise(4, 1)
@@ -192,3 +251,37 @@ def test_minimum_is_checked_in_a_structured_answer(harness, load, server):
     assert result.output == {"count": 2}, result
     said = tool_results(server.requests[1])[-1]["content"]
     assert said.startswith("error:") and "count" in said, said
+
+
+@exercise(11, 1)
+def test_mcp_trust_can_name_one_tool(workspace, server):
+    """With `--mcp-trust tickets__get_ticket` and nobody answering, `get_ticket` runs unasked and `propose_label`
+    asks (`Call propose_label on the MCP server tickets`), then is declined."""
+    shutil.copy(ROOT / "ticket_server.py", workspace / "ticket_server.py")
+    server.push(tool_calls(("tickets__get_ticket", {"ticket_id": "DEMO-42"}), (
+        "tickets__propose_label", {"ticket_id": "DEMO-42", "label": "billing", "expected_version": 3})), "Done.")
+    result = run_python(workspace, "harness.py", "--mcp", "python ticket_server.py", "--mcp-trust",
+                        "tickets__get_ticket", "Propose the billing label for DEMO-42", env=groq_env(server))
+    results = [m["content"] for m in tool_results(server.requests[-1])] if len(server.requests) > 1 else []
+    assert "Call get_ticket" not in result.stderr and "Call propose_label on the MCP server tickets" in \
+        result.stderr, f"only get_ticket is trusted: propose_label asks.{printed(result)}"
+    assert len(results) == 2 and "DEMO-42" in results[0] and not results[0].startswith("error:"), results
+    assert results[1].startswith("error:") and "declined" in results[1], results
+
+
+@exercise(12, 1)
+def test_each_compaction_is_told_in_a_note(workspace):
+    """The `Run it` task prints `note: compacted the conversation: N -> M tokens` for each `compact` record, N and M
+    its `tokens_before` and `tokens_after`; with `--context-tokens 0`, none."""
+    (workspace / "play").mkdir()
+    (workspace / "play" / "notes.txt").write_text("buy milk\n")
+    task = "Read play/notes.txt, then read backend.py, then read tools.py, then read guards.py"
+    result = run_python(workspace, "harness.py", "--context-tokens", "3000", "--trace", "run.jsonl", task,
+                        env={"BACKEND": "demo"})
+    records = [r for r in trace_records(workspace / "run.jsonl") if r["type"] == "compact"]
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note: compacted")]
+    assert records, f"the run should have compacted (a compact record in the trace).{printed(result)}"
+    assert notes == [f"note: compacted the conversation: {r['tokens_before']} -> {r['tokens_after']} tokens"
+                     for r in records], f"one note a compaction, with its numbers: {records}{printed(result)}"
+    result = run_python(workspace, "harness.py", "--context-tokens", "0", task, env={"BACKEND": "demo"})
+    assert "note: compacted" not in result.stderr, f"--context-tokens 0 never compacts.{printed(result)}"
