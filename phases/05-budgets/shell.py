@@ -5,7 +5,6 @@ secret, and every process it started gone when it ends.
 
 Run:  python shell.py sh -c 'sleep 99 & echo started'      (prints the result; the sleep does not survive)
 """
-import ctypes
 import os
 import signal
 import subprocess
@@ -30,7 +29,6 @@ RUNNING = set()  # the commands running now, so that whatever ends a run can end
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc/alternatives", "/etc/ld.so.cache",
           "/etc/ssl/certs", "/etc/localtime", "/etc/passwd", "/etc/group", sys.base_prefix, sys.prefix)
 NETWORK = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/ssl", "/etc/ca-certificates")
-SUBREAPER = 36  # Linux's PR_SET_CHILD_SUBREAPER: what a command leaves behind becomes the harness's to end
 
 
 def run(argv, policy, write=False):
@@ -38,12 +36,10 @@ def run(argv, policy, write=False):
     KEEP bytes of it, with a note of how much was cut. write: the command may change the workspace (an approved
     one, where the policy allows). After TIMEOUT seconds it is stopped, and the result says so."""
     boxed = sandboxed(argv, policy, write and policy.write) if policy.sandbox else argv
-    if not policy.sandbox:
-        adopt()
     process = subprocess.Popen(boxed, cwd=policy.workspace, env=environment(guards.search_path(policy.workspace)),
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **NEW_GROUP)
     RUNNING.add(process)
-    since, kept, printed = started(process.pid), bytearray(), 0
+    kept, printed = bytearray(), 0
 
     def read_output():  # reads while the command runs, keeping only what fits
         nonlocal printed
@@ -62,8 +58,6 @@ def run(argv, policy, write=False):
     finally:  # Ctrl-C included
         killed = stop(process)  # also ends what it left in the background, like `sleep 99 &`
         RUNNING.discard(process)
-        if not policy.sandbox:  # what left its group (setsid, a double fork) came back to the harness: end it too
-            reap(since)
     reader.join(1)
     if printed > MAX_OUTPUT:
         status = f"error: stopped after printing {MAX_OUTPUT} bytes"
@@ -118,53 +112,6 @@ def stop(process):
         pass
     process.wait()
     return ""
-
-
-def reap(since):
-    """Linux: kill every process orphaned to the harness (its subreaper, see adopt()) since `since`, a start time in
-    clock ticks, that is no command of its own: what left the command's group (setsid, nohup, a double fork)."""
-    if since is None or not os.path.isdir("/proc"):  # not Linux: a process group is all there is
-        return
-    ours = {process.pid for process in RUNNING}
-    while orphans := [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
-                      if parent(pid) == os.getpid() and (started(pid) or 0) >= since and pid not in ours]:
-        for pid in orphans:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except OSError:  # gone already
-                pass
-
-
-def parent(pid):
-    """The parent of a process, from Linux's /proc (None when it is gone)."""
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def started(pid):
-    """When a process started, in clock ticks since the machine did, from Linux's /proc (None when it is gone)."""
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def ticks():
-    """Now, in the clock ticks that started() counts in (Linux's /proc), or None elsewhere."""
-    try:
-        return int(float(Path("/proc/uptime").read_text().split()[0]) * os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError):
-        return None
-
-
-def adopt():
-    """Linux: make the harness the subreaper of what it starts, so that a process that leaves its command's group
-    comes back to the harness to be ended (reap()), not to init. Elsewhere nothing: the group is all there is."""
-    if sys.platform.startswith("linux") and os.path.isdir("/proc"):
-        ctypes.CDLL(None).prctl(SUBREAPER, 1, 0, 0, 0)
 
 
 def shell_argv(command):

@@ -171,19 +171,14 @@ def test_read_only_means_nothing_is_written(workspace, project, server):
     assert not (project / "made.txt").exists(), found
 
 
-@pytest.mark.parametrize("sandboxed", [True, False], ids=["bubblewrap", "no-sandbox"])
-def test_nothing_a_command_started_outlives_it(workspace, project, server, sandboxed, monkeypatch):
-    """A process the command left in the background, even in a session of its own, is gone when it returns: with
-    bubblewrap its own process numbers end them; without it (--sandbox off) the harness ends what comes back to
-    it."""
-    if sandboxed and BUBBLEWRAP_MISSING:
-        pytest.skip(BUBBLEWRAP_MISSING)
-    if not sandboxed:
-        monkeypatch.setenv("PATH", path_without_bubblewrap(project))
+@needs_bubblewrap
+def test_nothing_a_command_started_outlives_it(workspace, project, server):
+    """A process the command left in the background, even in a session of its own, is gone when it returns: the
+    sandbox's own process numbers end with it. (Without a sandbox, phase 6 ends them.)"""
     seconds = f"7{os.getpid() % 10}.{time.monotonic_ns() % 10**6}"  # this test's own: others may run beside it
     found, _ = turn(workspace, server, f"sleep {seconds} > /dev/null 2>&1 &",
                     f"setsid sleep {seconds} > /dev/null 2>&1 & (setsid sh -c 'sleep {seconds} &' &)",
-                    args=("--yes", "--workspace", str(project), *([] if sandboxed else ["--sandbox", "off"])))
+                    args=("--yes", "--workspace", str(project)))
     time.sleep(0.5)
     assert running_commands(f"sleep {seconds}") == [], found
 

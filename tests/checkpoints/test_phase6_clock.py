@@ -3,6 +3,7 @@ the deadline, within() waits for one; the model's reply, a person's answer and t
 the deadline; a command is stopped at the deadline and nothing it started outlives the run; the calls nobody was
 asked about run side by side, then the approved ones. Checked through at_once(), within(), run(), the command
 line, the trace, live processes and the scripted cases of tests/cases.py marked phase 6."""
+import os
 import signal
 import subprocess
 import sys
@@ -142,3 +143,16 @@ def test_ctrl_c_leaves_no_command_running(workspace, server):
             break
         time.sleep(0.1)
     assert running_commands("sleep 62.5") == [], "the command outlived the run"
+
+
+def test_what_left_the_command_s_group_ends_with_it(workspace, server):
+    """--sandbox off, where no sandbox's own process numbers end them: processes the command left behind in a
+    session of their own (setsid, a double fork) are gone when it returns (Linux: the harness is their
+    subreaper, and shell.run() ends what came back to it)."""
+    seconds = f"6{os.getpid() % 10}.{time.monotonic_ns() % 10**6}"  # this test's own: others may run beside it
+    command = f"setsid sleep {seconds} > /dev/null 2>&1 & (setsid sh -c 'sleep {seconds} &' &)"
+    server.push(tool_calls(("run_shell", {"command": command})), "Done.")
+    result = run_python(workspace, "harness.py", *OFF, "Leave something behind", env=groq_env(server))
+    assert result.returncode == 0, result.stderr
+    time.sleep(0.5)
+    assert running_commands(f"sleep {seconds}") == [], "a process that left the command's group outlived it"

@@ -4,12 +4,10 @@ A clean environment, an empty stdin, a timeout, capped output, its own process g
 namespaces (no network, its own processes) and only the places the policy names. Try:
     python -c "import guards, shell; print(shell.run(['sh', '-c', 'env'], guards.policy('play')))"
 """
-import ctypes
 import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -22,7 +20,6 @@ VARIABLES = ("LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "SYSTEMROOT", "COMSPEC"
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")  # what a sandboxed command may read
 NEW_GROUP = ({"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt"
              else {"start_new_session": True})  # a process group of its own, so stop() can end all of it
-SUBREAPER = 36  # Linux's PR_SET_CHILD_SUBREAPER: orphans of a command come back to the harness, not to init
 RUNNING = set()  # the commands running now
 
 
@@ -88,48 +85,6 @@ def sandboxed(argv, policy, write):
     return [*args, "--chdir", workspace, "--", *argv]
 
 
-def adopt():
-    """Make the harness the subreaper of what it starts (Linux): a process that leaves its group comes back here."""
-    if sys.platform == "linux":
-        ctypes.CDLL(None, use_errno=True).prctl(SUBREAPER, 1, 0, 0, 0)
-
-
-def stat_fields(pid):
-    """The fields of /proc/PID/stat after the program's name, or [] when it is gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    except OSError:
-        return []
-
-
-def parent(pid):
-    fields = stat_fields(pid)
-    return int(fields[1]) if fields else None
-
-
-def started(pid):
-    """When a process started, in clock ticks since boot."""
-    fields = stat_fields(pid)
-    return int(fields[19]) if fields else None
-
-
-def reap(since):
-    """End every process that came back to the harness and started at or after `since`."""
-    running = {process.pid for process in RUNNING}
-    while True:
-        left = [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()
-                and int(entry.name) not in running and parent(entry.name) == os.getpid()
-                and (started(entry.name) or 0) >= since]
-        if not left:
-            return
-        for pid in left:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except (ProcessLookupError, ChildProcessError):
-                pass
-
-
 def stop(process):
     """End the command's whole process group."""
     try:
@@ -145,8 +100,6 @@ def run(argv, policy, write=False):
     """Run argv in the workspace, in the sandbox when there is one; return `exit code N` and its output."""
     if policy.sandbox:
         argv = sandboxed(argv, policy, write)
-    elif sys.platform == "linux":
-        adopt()
     try:
         process = subprocess.Popen(argv, cwd=policy.workspace, env=environment(policy.workspace),
                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -154,7 +107,6 @@ def run(argv, policy, write=False):
     except OSError as error:
         return f"error: the command could not start: {error}"
     RUNNING.add(process)
-    since = started(process.pid) if sys.platform == "linux" else None
     kept, reason = bytearray(), None
 
     def read():
@@ -174,8 +126,6 @@ def run(argv, policy, write=False):
     except subprocess.TimeoutExpired:
         reason, code = f"timed out after TIMEOUT = {TIMEOUT} seconds, and was stopped", "none"
     stop(process)  # what it left running in its group ends with it
-    if since is not None and not policy.sandbox:
-        reap(since)
     process.wait()
     reader.join(5)
     RUNNING.discard(process)
