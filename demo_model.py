@@ -50,7 +50,7 @@ MAX_LINE = 65536                # longest chunk-size line read from a chunked re
 KEEP_REQUESTS = 100             # server.requests keeps the last this many when run from the command line
 MAX_DEPTH = 8                   # nesting followed when filling a JSON schema (schemas can refer to themselves)
 KNOWN_TOOLS = ("run_shell", "list_dir", "read_file", "write_file")  # the harness's tools
-# Summing up (phase 12). A careful model asked to sum up its work ("Sum up the work so far...", or any request
+# Summing up (phase 13). A careful model asked to sum up its work ("Sum up the work so far...", or any request
 # that begins by asking to sum up or summarise) writes what it found, and later carries on from that summary in
 # whatever words the harness wraps it: the demo finds its own summary's lines in any message, never a marker.
 SUMMING_UP = re.compile(r"^\W*(please\W+)?(sum\s+up|summari[sz]e)\b", re.IGNORECASE)

@@ -2,7 +2,7 @@
 
 Run:  python tests/bench.py                            (half a minute a run; not part of the test suite)
       python tests/bench.py --code phases/08-streaming   (the same figures for another checkpoint)
-      python tests/bench.py --figure 6                   (one figure only: here the 50-step run of phase 12)
+      python tests/bench.py --figure 6                   (one figure only: here the 50-step run of phase 13)
 Every timed figure is the median of several runs and a ratio of two things measured side by side in the same
 run, so a busy machine slows both sides alike; figure 6 counts tokens, the same in every run. The model is the
 offline one, scripted to answer at once.
@@ -28,7 +28,7 @@ CODE = ROOT  # the code measured; --code changes it
 
 STEPS = 200  # tool-call steps in the long run
 CONTEXT_STEPS = 20  # steps of the context-growth run
-LONG_STEPS = 50  # steps of the run with and without context management (phase 12 on): the case below
+LONG_STEPS = 50  # steps of the run with and without context management (phase 13 on): the case below
 LONG_CASE = "a_fact_from_step_3_survives_wordless_calls"  # in tests/cases.py
 # OpenAI's prices for gpt-5-mini (the openai backend's model), dollars a million prompt tokens, not cached and
 # cached, from developers.openai.com/api/docs/pricing: a cached prompt token costs a tenth.
@@ -55,7 +55,7 @@ def stop(process):
 
 
 def limits(harness, replies):
-    """The budgets of a scripted run of that many replies. Where the harness compacts the conversation (phase 12
+    """The budgets of a scripted run of that many replies. Where the harness compacts the conversation (phase 13
     on), the budget for its size is one it never reaches: it still checks it at every step, but the conversation
     stays the one the script, and the raw loop, expect."""
     budgets = harness.Limits(max_steps=replies, max_tool_calls=replies)
@@ -290,7 +290,7 @@ def main():
     parser.add_argument("--runs", type=int, default=5, help="runs per figure; the median is shown (default 5)")
     parser.add_argument("--code", type=Path, default=ROOT, help="the folder whose harness.py is measured")
     parser.add_argument("--figure", type=int, choices=range(1, 7), metavar="N",
-                        help="measure figure N only, 1 to 6 (default: every figure; 6 needs phase 12 on)")
+                        help="measure figure N only, 1 to 6 (default: every figure; 6 needs phase 13 on)")
     args = parser.parse_args()
     if not (args.code / "harness.py").exists():
         parser.error(f"--code {args.code}: there is no harness.py there")
@@ -321,7 +321,7 @@ def main():
             with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
                 rows += context_rows(harness.CONTEXT_TOKENS, *managed(harness, workspace))
         elif args.figure == 6:
-            parser.error(f"--figure 6: {args.code / 'harness.py'} has no CONTEXT_TOKENS (phase 12 adds it)")
+            parser.error(f"--figure 6: {args.code / 'harness.py'} has no CONTEXT_TOKENS (phase 13 adds it)")
     measured = f"measured (median of {args.runs})" if timed else "measured"
     print(f"\n{'figure':32} {measured:58} {'target':24} ok")
     for name, measured, target, ok in rows:

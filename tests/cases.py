@@ -550,11 +550,11 @@ CASES = {
         "script": [{"status": 200, "body": "", "content_type": "application/json"}] * 4,
         "expect": {"status": "provider_error", "exit": 1, "stderr_lacks": "--stream"}},
 
-    # Phase 12, context: 50 steps, each reading a log of about 4,000 characters, under the default budget. The
+    # Phase 13, context: 50 steps, each reading a log of about 4,000 characters, under the default budget. The
     # notes read at step 1 are summed up or cleared long before step 50; the last reply is the demo model's own
     # (policy), from what the last request still holds, so the answer has the early fact only if compaction kept it.
     "an_early_fact_survives_fifty_steps": {
-        "phase": 12,
+        "phase": 13,
         "task": "Read notes.txt, then every log, then tell me what notes.txt says",
         "args": ["--max-steps", "60", "--max-tool-calls", "60"],
         "write": {f"log{n}.txt": "".join(f"{n}: line {i} of a log the task reads\n" for i in range(110))
@@ -567,7 +567,7 @@ CASES = {
     # carry no words of their own (content "" or null, as gpt-oss often sends them): only the tool results hold the
     # fact, so the answer has it only if what compaction cleared was summed up first, from its full text.
     "a_fact_from_step_3_survives_wordless_calls": {
-        "phase": 12,
+        "phase": 13,
         "task": "Read the logs one by one, then tell me the code word",
         "args": ["--max-steps", "60", "--max-tool-calls", "60"],
         "write": {f"log{n}.txt": "".join("The code word is PELICAN.\n" if (n, i) == (3, 50) else

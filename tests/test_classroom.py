@@ -136,7 +136,7 @@ def test_the_workflow_commands_pass_on_the_reference_and_fail_on_the_blank_start
     """The graders' commands, as the workflow names them (their setup, pip install, needs the network: not run
     here). On the blank start (v0.0-start: the course without the learner's code) each fails. On the reference code
     (the top-level files) they pass, run two by two: the commands differ only in their --phase, and the checks
-    take it more than once, so two pytest processes run them all (even phases, odd phases), not thirteen."""
+    take it more than once, so two pytest processes run them all (even phases, odd phases), not fourteen."""
     steps = graders()
     assert all(step["setup-command"].startswith("python -m pip install") for step in steps)
     commands = [step["command"].replace("python ", f"{sys.executable} ", 1) for step in steps]

@@ -1531,7 +1531,7 @@ def test_a_value_the_task_gives_wins_over_the_first_enum_value(demo):
     assert step(demo, history, tools, "Proposed.")[1] == {"ticket_id": "DEMO-43", "label": "bug", "expected_version": 1}
 
 
-# --- summing up (phase 12): from the text sent, and carried on from in any words ---------------------------------
+# --- summing up (phase 13): from the text sent, and carried on from in any words ---------------------------------
 
 SUMMED_TASK = "Read a.txt, then read b.txt, then tell me the code word"
 A_TXT = "".join("The code word is PELICAN.\n" if i == 50 else f"line {i} of a\n" for i in range(100))

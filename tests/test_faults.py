@@ -488,7 +488,7 @@ def test_options_that_are_no_json_or_clash_with_the_loop(harness, server):
     assert result.status == "answered" and result.answer == "Hi.", result
 
 
-@pytest.mark.phase(11)
+@pytest.mark.phase(12)
 @pytest.mark.parametrize("mode", ["odd-schema", "no-schema"])
 def test_a_server_schema_that_is_no_schema_is_an_error_not_a_traceback(workspace, server, mode):
     """A server's tool whose inputSchema has parts that are no schema (a property that is a number, required as a

@@ -586,7 +586,7 @@ def test_arguments_nested_900_deep_end_in_a_status_and_an_end_record(workspace, 
 
 # 12. MCP servers: someone else's program, started where it can reach nothing of the harness.
 
-@pytest.mark.phase(11)
+@pytest.mark.phase(12)
 def test_an_mcp_server_reaches_none_of_the_harness_s_secrets_and_leaves_nothing(workspace, project, server, machine,
                                                                               tmp_path):
     """A server that wants the key reads its parent's environment, every .env above it and the files beside it,
@@ -611,7 +611,7 @@ def test_an_mcp_server_reaches_none_of_the_harness_s_secrets_and_leaves_nothing(
         assert not any(secret in found for secret in secrets), found
 
 
-@pytest.mark.phase(11)
+@pytest.mark.phase(12)
 def test_an_mcp_tool_s_name_cannot_redraw_the_question(workspace, project, server):
     """A server's tool named with an escape sequence: the model is offered a name of letters, digits, _ and -; the
     question and the screen spell out what the server wrote."""

@@ -3,7 +3,6 @@
 Run:  python harness.py "List the files here, then read backend.py and tell me which model it calls."
       python harness.py --stream --deadline 60 --trace run.jsonl "Run `make test` and tell me what failed"
       python harness.py --output-schema answer.json "How many files are here? Answer as JSON."
-      python harness.py --mcp "python ticket_server.py" "Propose the billing label for DEMO-42"
 The model proposes; plan() in tools.py decides what runs at once, what asks you first, and what never runs.
 Every run ends with a status and an exit code: answered, the budget that ran out first, or what went wrong.
 """
@@ -15,12 +14,10 @@ import argparse
 import json
 import logging
 import os
-import re
 import shutil
 import signal
 import stat
 import sys
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from functools import partial
@@ -30,8 +27,7 @@ import guards
 import shell
 from backend import BACKENDS, BackendError, chat, choose
 from guards import ToolError, mask, shown
-from mcp_client import McpError, Server, command_argv
-from tools import JSON_TYPES, MAX_COMMAND, REGISTRY, BadCall, check_call, plan, truncate
+from tools import JSON_TYPES, MAX_COMMAND, REGISTRY, TOOLS, BadCall, check_call, plan, truncate
 
 MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
 MAX_TOOL_CALLS = 30  # tool calls per task, refused ones included
@@ -47,7 +43,7 @@ SCHEMA_WORDS = {"type": str, "properties": dict, "required": list, "items": dict
 SAME_CALL_LIMIT = 3  # the same call in this many turns in a row: the model is told; once more and the run stops
 EXIT_CODES = {"answered": 0, "provider_error": 1, "output_error": 1, "internal_error": 1, "step_limit": 3,
               "tool_call_limit": 3, "token_limit": 3, "deadline": 3, "repeated": 3, "incomplete": 4,
-              "content_filter": 4, "refused": 4, "invalid_output": 4, "interrupted": 130, "mcp_error": 1}
+              "content_filter": 4, "refused": 4, "invalid_output": 4, "interrupted": 130}
 SYSTEM = ("You are a careful assistant working in the user's workspace directory. "
           "Use the tools to look at the files before you answer, then answer briefly.")
 EMPTY_ANSWER = "Your reply was empty. Answer the task in words, or call a tool."
@@ -66,8 +62,7 @@ class Limits:
 
 @dataclass
 class Result:
-    """How a run ended and what it counted on the way; messages is the whole conversation, ready to read or to
-    continue."""
+    """How a run ended and what it used; messages is the whole conversation, ready to read or to continue."""
     status: str = "running"  # then one of EXIT_CODES
     answer: str = ""
     error: str = ""  # what went wrong, in words, when the status is not answered
@@ -131,7 +126,7 @@ def trace_file(path, policy):
 
 @dataclass
 class Settings:
-    """What a run was asked to do: who answers, who approves, what it may touch, its tools, budgets, clock, trace."""
+    """What a run was asked to do: who answers, who approves, what it may touch, its budgets, clock and trace."""
     backend: dict
     approve: object
     limits: Limits
@@ -142,8 +137,6 @@ class Settings:
     options: dict = field(default_factory=dict)  # tool_choice, parallel_tool_calls, temperature, ...
     output: dict = None  # a JSON schema the answer must fit
     model: type = None  # the Pydantic model it came from, if it did: the answer becomes its instance
-    tools: dict = field(default_factory=lambda: dict(REGISTRY))  # ours, and the MCP servers' (NAME__TOOL)
-    servers: list = field(default_factory=list)  # the MCP servers started for this run, each with its stderr
 
 
 def ask_user(question, whole=False):
@@ -160,12 +153,11 @@ def ask_user(question, whole=False):
 
 
 def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=None, history=None, on_text=None,
-        options=None, output=None, mcp=(), trusted=(), policy=None):
+        options=None, output=None, policy=None):
     """Run one task until it ends; the Result's status says how. approve(question) is True for yes; trace is a JSONL
     file name; started is the time.monotonic() the deadline counts from; history an earlier result.messages to go
     on from; options go into every request; output is the shape the answer, given to FINAL_TOOL, must have: a JSON
     schema (a dict), or a Pydantic model class, whose instance result.output then is;
-    mcp holds commands that start MCP servers, whose tools the model gets too; trusted names those asked nothing;
     policy says what the run may touch (default: guards.policy(), the current folder, asking as the command line)."""
     limits, started = limits or Limits(), started or time.monotonic()
     policy = policy or guards.policy(trace=trace)
@@ -182,17 +174,12 @@ def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=N
         settings.trace = Trace(trace, policy)
         settings.backend = backend or choose()
         settings.trace.record("start", task=task, backend=settings.backend["name"], model=settings.backend["model"])
-        if mcp:
-            since = shell.ticks()  # without a sandbox, what a server leaves behind from now on ends with the run
-            start_servers(settings, mcp, trusted)
         loop(settings, result)
         result.status = "answered"
     except Stop as stop:
         result.status, result.error = stop.status, stop.error
     except BackendError as error:
         result.status, result.error = "provider_error", str(error)
-    except McpError as error:  # a server that would not start: the tools the task was set with are missing
-        result.status, result.error = "mcp_error", str(error)
     except KeyboardInterrupt:
         result.status = "interrupted"
     except Exception as error:  # a fault of ours, or of a library's: the run still ends with a status and a record
@@ -203,12 +190,6 @@ def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=N
     if result.status != "answered":  # an answered run has every call answered
         answer_every_call(settings, result)
     try:
-        for server, log in settings.servers:  # every MCP server ends with the run; what it wrote on stderr is kept
-            server.close()
-            log.seek(0)
-            settings.trace.record("mcp", server=server.name, stderr=log.read(TRACE_CHARS).decode(errors="replace"))
-        if settings.servers and not policy.sandbox:  # and so does what they left behind
-            shell.reap(since)
         settings.trace.record("end", status=result.status, answer=result.answer, error=result.error,
                               steps=result.steps, tool_calls=result.tool_calls, usage=result.usage,
                               seconds=result.seconds)
@@ -260,13 +241,16 @@ def ask(settings, result):
     traced. A reply cut short, filtered or refused ends the run with that status, and nothing in it runs."""
     result.steps += 1
     asked = time.monotonic()
-    options = dict(settings.options)
+    tools, options = TOOLS, dict(settings.options)
     if result.steps > 1 or result.bad_answers:  # a forced tool choice, held on, would never let it answer
         options.pop("tool_choice", None)
-    if settings.output is not None and result.bad_answers:
-        options["tool_choice"] = {"type": "function", "function": {"name": FINAL_TOOL}}
-    response = within(settings.deadline, "the model", partial(chat, result.messages, tools_for(settings),
-                                                               settings.backend, note, settings.on_text, options))
+    if settings.output is not None:
+        tools = [*TOOLS, {"type": "function", "function": {"name": FINAL_TOOL, "parameters": settings.output,
+                                                           "description": "Give your final answer, in this shape."}}]
+        if result.bad_answers:
+            options["tool_choice"] = {"type": "function", "function": {"name": FINAL_TOOL}}
+    response = within(settings.deadline, "the model", partial(chat, result.messages, tools, settings.backend, note,
+                                                               settings.on_text, options))
     message, finish = response.choices[0].message, response.choices[0].finish_reason
     for call in message.tool_calls or []:  # a server may send an empty id, or one used before: the next
         if not call.id or call.id in result.used_ids:  # request would then break the API's pairing rules
@@ -292,22 +276,11 @@ def ask(settings, result):
     return message
 
 
-def tools_for(settings):
-    """The tools of every request: ours, the MCP servers', and FINAL_TOOL when the answer must have a shape."""
-    tools = [{"type": "function", "function": {"name": name, "description": tool["description"],
-                                               "parameters": tool["parameters"]}}
-             for name, tool in settings.tools.items()]
-    if settings.output is None:
-        return tools
-    return [*tools, {"type": "function", "function": {"name": FINAL_TOOL, "parameters": settings.output,
-                                                      "description": "Give your final answer, in this shape."}}]
-
-
 def run_tools(settings, result, calls):
     """Run one reply's tool calls: each checked and decided once; then the unasked ones run side by side, then the
     approved ones, so nothing a person agreed to changes what the others were checked against. Each gets a tool
     message, and a record saying whether it failed."""
-    tools = {**settings.tools, **({FINAL_TOOL: {"parameters": settings.output}} if settings.output else {})}
+    tools = {**REGISTRY, **({FINAL_TOOL: {"parameters": settings.output}} if settings.output else {})}
     checked = {}
     for call in calls:  # each call held to its schema once; one that breaks it keeps the BadCall that says how
         try:
@@ -331,7 +304,7 @@ def run_tools(settings, result, calls):
             text, failed = str(box["value"]), False
         else:  # it raised, or did not finish in time: the model hears why
             error, failed = box.get("error"), True
-            text = (f"error: {error}" if isinstance(error, (ToolError, McpError)) else
+            text = (f"error: {error}" if isinstance(error, ToolError) else
                     f"error: {type(error).__name__}: {error}" if error else "error: not finished by the deadline")
         text = truncate(mask(settings.policy, text))  # masked before it is cut: a cut could split a secret
         result.messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
@@ -383,7 +356,7 @@ def decide(settings, result, call, args):
     try:
         if isinstance(args, BadCall):
             raise args
-        tool = settings.tools[call.function.name]
+        tool = REGISTRY[call.function.name]
         action, question = within(settings.deadline, "the harness to decide the call", partial(
             plan, settings.policy, tool, args, settings.deadline))
         asked = question and tool["kind"] not in settings.policy.unasked  # not approved in advance (--yes)
@@ -393,50 +366,6 @@ def decide(settings, result, call, args):
         return call, action, bool(question)
     except ToolError as error:  # refused, or a broken call: the message says why
         return call, (truncate(f"error: {error}"), True), False
-
-
-def start_servers(settings, commands, trusted):
-    """Start each MCP server (in the sandbox where there is one: the workspace as an approved command sees it, the
-    network it may need, and nothing of the harness), and offer the model its tools, each named SERVER__TOOL so
-    that no server's tool takes the name of ours or of another server's."""
-    policy = settings.policy
-    if not policy.sandbox:  # what a server leaves behind comes back to the harness, which ends it with the run
-        shell.adopt()
-    for command in commands:
-        given, _, command = command.partition("=") if re.match(r"[\w-]+=", command) else ("", "", command)
-        path = os.pathsep.join([os.path.dirname(sys.executable), guards.search_path(policy.workspace)])  # our python
-        argv = command_argv(command, path)
-        log = tempfile.TemporaryFile()  # what it writes on stderr, for the trace
-        boxed = shell.sandboxed(argv, policy, policy.write, network=True) if policy.sandbox else argv
-        server = Server(given or Path(argv[0]).stem, boxed, shell.environment(path), log)
-        settings.servers.append((server, log))
-        server.start(settings.deadline)
-        name = given or str(server.info.get("name") or server.name).rsplit("/", 1)[-1]  # the name it gives itself
-        name = re.sub(r"[^\w-]", "_", name, flags=re.A)[:20]  # what the APIs take in a tool's name
-        taken = any(other.name == name for other, _ in settings.servers[:-1])
-        server.name = name + (str(len(settings.servers)) if taken else "")
-        for tool in server.tools(settings.deadline):
-            full = re.sub(r"[^\w-]", "_", f"{server.name}__{tool['name']}", flags=re.A)[:64]
-            settings.tools[full] = {"function": None, "kind": "mcp", "decide": partial(decide_mcp, server, tool["name"],
-                                                                                       server.name in trusted),
-                                    "description": f"From the MCP server {name}: {tool['description']}",
-                                    "parameters": tool["inputSchema"]}
-
-
-def decide_mcp(server, tool, trusted, policy, args, deadline=None):
-    """How a call of a server's tool is decided: it asks, unless the server is trusted or --yes approved MCP calls
-    in advance: its code and its words are someone else's."""
-    question = guards.question(f"Call {tool} on the MCP server {server.name}: {json.dumps(args)}")
-    return partial(mcp_call, server, tool, args, deadline), None if trusted else question
-
-
-def mcp_call(server, tool, args, deadline):
-    """A server's tool result as a tool result: its text, or a ToolError the model can act on (a failed server
-    raises McpError, which becomes one too)."""
-    text, is_error = server.call(tool, args, deadline)
-    if is_error:
-        raise ToolError(text)
-    return text
 
 
 def final_answer(settings, result, args):
@@ -523,6 +452,10 @@ def valid_json(text):
         return "{}"
 
 
+def note(text):
+    tell(f"note: {shown(text)}")
+
+
 def cut(text, limit=SHOWN_CHARS):
     """Text for one line of the screen, made safe to show: cut("x" * 300) -> 200 x's + " [... 100 more characters]" """
     more = f" [... {len(text) - limit} more characters]" if len(text) > limit else ""
@@ -553,10 +486,6 @@ def tell(text, end="\n"):
         pass
 
 
-def note(text):
-    tell(f"note: {shown(text)}")
-
-
 def arguments(argv=None):
     parser = argparse.ArgumentParser(description="Run one task with a tool-calling model.")
     parser.add_argument("task", help="what you want done, in quotes")
@@ -576,11 +505,6 @@ def arguments(argv=None):
     parser.add_argument("--tool-choice", choices=("auto", "none", "required"), help="for the first request")
     parser.add_argument("--no-parallel-tool-calls", action="store_true", help="ask for one tool call a turn")
     parser.add_argument("--output-schema", metavar="FILE", help="a JSON schema the answer must fit; printed as JSON")
-    parser.add_argument("--mcp", action="append", default=[], metavar="[NAME=]COMMAND",
-                        help='start an MCP server and offer its tools, e.g. "tickets=python ticket_server.py" '
-                             "(repeatable; NAME defaults to the name the server gives itself)")
-    parser.add_argument("--mcp-trust", action="append", default=[], metavar="NAME",
-                        help="a server whose tool calls need no yes")
     args = parser.parse_args(argv)
     try:
         args.output = json.loads(Path(args.output_schema).read_text()) if args.output_schema else None
@@ -640,7 +564,7 @@ def main(argv=None):
     result = run(args.task, backend, trace=trace, policy=policy, started=STARTED,
                  limits=Limits(args.max_steps, args.max_tool_calls, args.max_tokens, args.deadline),
                  on_text=partial(stream_text, STARTED + args.deadline if args.deadline else None) if args.stream
-                 else None, options=options, output=args.output, mcp=args.mcp, trusted=args.mcp_trust)
+                 else None, options=options, output=args.output)
     on_signals(signal.SIG_IGN)  # the run is over: a late signal changes nothing
     code = SIGNAL_EXIT[signal.Signals(received[0]).name] if received else EXIT_CODES[result.status]
     try:  # after a signal, the report gets GRACE seconds too: the terminal may be what the run was stuck in

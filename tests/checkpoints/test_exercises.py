@@ -254,6 +254,23 @@ def test_minimum_is_checked_in_a_structured_answer(harness, load, server):
 
 
 @exercise(11, 1)
+def test_the_client_calls_one_tool_from_the_command_line(workspace):
+    """`python mcp_client.py --call get_ticket '{"ticket_id": "DEMO-42"}' python ticket_server.py` prints the
+    tool's text (exit 0); a call whose result is an error (`isError`) prints it and exits 1."""
+    shutil.copy(ROOT / "ticket_server.py", workspace / "ticket_server.py")
+    command = "python mcp_client.py --call"
+    done = run_python(workspace, "mcp_client.py", "--call", "get_ticket", '{"ticket_id": "DEMO-42"}', "python",
+                      "ticket_server.py")
+    assert done.returncode == 0 and '"DEMO-42"' in done.stdout, f"the ticket, exit 0.{printed(done, command)}"
+    assert "MCP 2026-07-28" not in done.stdout, f"with --call, the tool's text, not the list.{printed(done, command)}"
+    done = run_python(workspace, "mcp_client.py", "--call", "propose_label",
+                      '{"ticket_id": "DEMO-42", "label": "billing", "expected_version": 2}', "python",
+                      "ticket_server.py")
+    assert done.returncode == 1 and "version" in done.stdout + done.stderr, (
+        f"a tool's error: its text, exit 1.{printed(done, command)}")
+
+
+@exercise(12, 1)
 def test_mcp_trust_can_name_one_tool(workspace, server):
     """With `--mcp-trust tickets__get_ticket` and nobody answering, `get_ticket` runs unasked and `propose_label`
     asks (`Call propose_label on the MCP server tickets`), then is declined."""
@@ -269,7 +286,7 @@ def test_mcp_trust_can_name_one_tool(workspace, server):
     assert results[1].startswith("error:") and "declined" in results[1], results
 
 
-@exercise(12, 1)
+@exercise(13, 1)
 def test_each_compaction_is_told_in_a_note(workspace):
     """The `Run it` task prints `note: compacted the conversation: N -> M tokens` for each `compact` record, N and M
     its `tokens_before` and `tokens_after`; with `--context-tokens 0`, none."""

@@ -655,7 +655,8 @@ def arguments(argv=None):
             why = f"cannot be read as JSON: {error}"
         if why:
             parser.error(f"--output-schema {file}: {why}")
-    args.task = " ".join(args.task).encode("utf-8", "surrogateescape").decode("utf-8", "replace")  # bytes that are no UTF-8
+    # bytes that are no UTF-8 become \ufffd
+    args.task = " ".join(args.task).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     if not Path(args.workspace).is_dir():
         parser.error(f"--workspace {args.workspace}: no such folder")
     return args

@@ -1,4 +1,4 @@
-"""Phase 11 (learner's version): what a run may touch, which files are secrets (by name and by what they hold),
+"""Phase 7 (learner's version): what a run may touch, which files are secrets (by name and by what they hold),
 what runs without asking, what a sandboxed command may not change, and how anything the model wrote is shown.
 
 Try: python -c "import guards; print(guards.plain(guards.policy('.'), 'ls -la'))"
@@ -16,7 +16,7 @@ from dotenv import dotenv_values
 import shell
 
 HOME = Path(__file__).resolve().parent  # the harness's own folder: its code, its .env
-KINDS = ("command", "write", "mcp")  # the kinds of call a person approves; --yes approves them all in advance
+KINDS = ("command", "write")  # the kinds of call a person approves; --yes approves them all in advance
 MAX_PATH = 4096  # Linux's own limit on a path; a longer one is refused before it is followed
 SECRET_NAMES = ("*.env*", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",  # dotenv files, ssh-keygen
                 "*.pem", "*.key", "*.p12", "*.pfx",  # openssl

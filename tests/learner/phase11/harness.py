@@ -1,19 +1,18 @@
-"""Phase 11 (learner's version): the agent loop, with budgets, a Result, a JSONL trace, one clock
+"""Phase 10 (learner's version): the agent loop, with budgets, a Result, a JSONL trace, one clock
 for every wait, and recovery: a reply cut short, filtered or refused ends the run, an empty answer gets one nudge,
 a call made again and again is not run. --stream prints the text as it comes; SIGINT, SIGTERM and SIGHUP end a run
 with a status; the terminal is waited for on the run's clock like anything else. options steer how the model calls
 tools (tool_choice for the first request only); output (a JSON schema or a Pydantic model class) asks for an answer
-with that shape, given through the tool final_answer and checked like any call. --mcp COMMAND offers the model
-the tools of an MCP server, as SERVER__TOOL, each call asked about unless --mcp-trust NAME (or --yes).
+with that shape, given through the tool final_answer and checked like any call.
 
 Run:  python harness.py "List the files here, then read backend.py and tell me which model it calls."
       (--backend, --model, --base-url override the environment for one run; --workspace DIR, --yes,
        --sandbox workspace-write|read-only|off; budgets: --max-steps, --max-tool-calls, --max-tokens,
        --deadline SECONDS; --trace FILE appends one JSON object a line; --stream; --output-schema FILE,
-       --tool-choice auto|none|required, --no-parallel-tool-calls; --mcp [NAME=]COMMAND, --mcp-trust NAME)
+       --tool-choice auto|none|required, --no-parallel-tool-calls)
 The model asks for tools, we decide every call of a turn (asking a person where we must), run them and send the
 results back, until it answers or a budget runs out. run() returns a Result; its status gives the exit code:
-0 answered, 1 provider, output, MCP or internal error, 2 usage, 3 a budget or a repeated call, 4 a reply cut short,
+0 answered, 1 provider, output or internal error, 2 usage, 3 a budget or a repeated call, 4 a reply cut short,
 filtered or refused, or no answer that fits the output schema, 130 Ctrl-C (143 SIGTERM, 129 SIGHUP).
 """
 import time
@@ -24,13 +23,10 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import os  # noqa: E402
-import re  # noqa: E402
-import shlex  # noqa: E402
 import signal  # noqa: E402
 import shutil  # noqa: E402
 import stat  # noqa: E402
 import sys  # noqa: E402
-import tempfile  # noqa: E402
 import threading  # noqa: E402
 import uuid  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
@@ -41,8 +37,7 @@ import guards  # noqa: E402
 import shell  # noqa: E402
 from backend import BackendError, chat, choose  # noqa: E402
 from guards import ToolError, shown  # noqa: E402
-from mcp_client import McpError, Server  # noqa: E402
-from tools import JSON_TYPES, MAX_COMMAND, REGISTRY, BadCall, capped, check_call, plan  # noqa: E402
+from tools import JSON_TYPES, MAX_COMMAND, REGISTRY, TOOLS, BadCall, capped, check_call, plan  # noqa: E402
 
 MAX_STEPS = 10  # requests to the model in one run
 MAX_TOOL_CALLS = 30  # tool calls in one run; a call past it gets an error and does not run
@@ -56,8 +51,7 @@ SYSTEM = ("You are a coding agent working in the folder {workspace}, your worksp
           "read why, and do not try it again. Answer briefly when done.")
 DECLINED = "error: the user declined this call; do not try it again, find another way or answer"
 EMPTY_ANSWER = "Your last reply was empty. Answer the task in words, or call a tool."  # the one nudge
-EXIT_CODES = {"answered": 0, "provider_error": 1, "output_error": 1, "internal_error": 1, "mcp_error": 1,
-              "step_limit": 3,
+EXIT_CODES = {"answered": 0, "provider_error": 1, "output_error": 1, "internal_error": 1, "step_limit": 3,
               "tool_call_limit": 3, "token_limit": 3, "deadline": 3, "repeated": 3, "incomplete": 4,
               "content_filter": 4, "refused": 4, "invalid_output": 4, "interrupted": 130}
 SIGNAL_EXIT = {getattr(signal, name): code for name, code in (("SIGINT", 130), ("SIGTERM", 143), ("SIGHUP", 129))
@@ -70,7 +64,6 @@ OUTPUT_TRIES = 3  # answers that do not fit the shape (words, or a call that bre
 SCHEMA_WORDS = {"type": str, "properties": dict, "required": list, "items": dict, "enum": list,
                 "additionalProperties": bool, "description": str, "title": str, "default": object,
                 "examples": list}  # what problem() checks, or may ignore, in an --output-schema: each in its shape
-SERVER_STDERR = 100_000  # bytes of a server's stderr kept for the trace (which cuts it further)
 ENDINGS = {"length": "incomplete", "content_filter": "content_filter"}  # finish reasons that end a run
 
 
@@ -139,8 +132,6 @@ class Settings:
     options: dict = field(default_factory=dict)  # what goes into every request (tool_choice: the first only)
     output: dict = None  # the JSON schema an answer must fit; None: an answer in words
     model: object = None  # the Pydantic model class it came from, if any
-    tools: dict = field(default_factory=lambda: dict(REGISTRY))  # ours, and each MCP server's as SERVER__TOOL
-    servers: list = field(default_factory=list)  # (an MCP server, the file its stderr goes to), each started
 
 
 def cut(text):
@@ -313,24 +304,15 @@ def check_budgets(settings, result):
         raise Stop("invalid_output", f"{result.bad_answers} answers did not fit the output schema")
 
 
-def tools_for(settings):
-    """The tools of a request: ours, the servers', and FINAL_TOOL when an answer has a shape."""
-    tools = [{"type": "function", "function": {"name": name, "description": tool["description"],
-                                               "parameters": tool["parameters"]}}
-             for name, tool in settings.tools.items()]
-    if settings.output is not None:
-        tools.append({"type": "function", "function": {"name": FINAL_TOOL, "parameters": settings.output,
-                                                       "description": "Give your final answer, in this shape."}})
-    return tools
-
-
 def ask(settings, result):
     """One request; its usage (the server's, or an estimate) is added to the result, and the reply traced."""
     result.steps += 1
-    tools, options = tools_for(settings), dict(settings.options)
+    tools, options = TOOLS, dict(settings.options)
     if result.steps > 1 or result.bad_answers:  # a forced tool choice, held on, would never let it answer
         options.pop("tool_choice", None)
     if settings.output is not None:
+        tools = [*TOOLS, {"type": "function", "function": {"name": FINAL_TOOL, "parameters": settings.output,
+                                                           "description": "Give your final answer, in this shape."}}]
         if result.bad_answers:
             options["tool_choice"] = {"type": "function", "function": {"name": FINAL_TOOL}}
     response = within(settings.deadline, "the model", partial(chat, result.messages, tools=tools,
@@ -381,7 +363,7 @@ def decide(settings, result, call, args):
     try:
         if isinstance(args, BadCall):
             raise args
-        tool = settings.tools[name]
+        tool = REGISTRY[name]
         action, question = within(settings.deadline, "the harness to decide the call", partial(
             plan, settings.policy, tool, args, settings.deadline))
         if not question or tool["kind"] in settings.policy.unasked:  # approved in advance (--yes) is approved
@@ -426,7 +408,7 @@ def outcome(call, box):
     error = box.get("error")
     if error is None:
         return "error: not finished by the deadline", True
-    if isinstance(error, (ToolError, McpError)):
+    if isinstance(error, ToolError):
         return f"error: {error}", True
     return f"error: {call['function']['name']} failed: {type(error).__name__}: {error}", True
 
@@ -469,7 +451,7 @@ def run_tools(settings, result, calls):
     first), then run side by side the calls nobody was asked about, then the approved ones: nothing a person
     agreed to runs beside a checked call."""
     checked = {}
-    tools = {**settings.tools, **({FINAL_TOOL: {"parameters": settings.output}} if settings.output else {})}
+    tools = {**REGISTRY, **({FINAL_TOOL: {"parameters": settings.output}} if settings.output else {})}
     for call in calls:  # each call held to its schema once; one that breaks it keeps the BadCall that says how
         try:
             checked[call.id] = check_call(call.function.name, call.function.arguments, tools)
@@ -529,87 +511,12 @@ def loop(settings, result):
             nudged = True
 
 
-def command_argv(command, path):
-    """A --mcp command as a list of words, as the shell splits it (on Windows, at spaces outside double quotes),
-    its program found only in path (never the current folder; on Windows by PATHEXT: npx is npx.cmd)."""
-    try:
-        words = (shlex.split(command) if os.name != "nt" else
-                 [word.replace('"', "") for word in re.findall(r'(?:"[^"]*"|[^\s"])+', command)])
-    except ValueError as error:  # an open quote
-        raise McpError(f"--mcp {command!r} cannot be split into words: {error}") from None
-    if not words:
-        raise McpError("--mcp was given an empty command")
-    program = shutil.which(words[0], path=path)
-    if not program:
-        raise McpError(f"--mcp {command!r}: the program {words[0]!r} was not found (looked in {path})")
-    return [program, *words[1:]]
-
-
-def decide_mcp(server, tool, trusted, policy, args, deadline=None):
-    """A call of a server's tool: a person is asked, naming the tool and the server, unless it is trusted."""
-    question = guards.question(f"Call {tool} on the MCP server {server.name}: {json.dumps(args)}")
-    return partial(mcp_call, server, tool, args, deadline), None if trusted else question
-
-
-def mcp_call(server, tool, args, deadline=None):
-    """The tool's text; a result that says isError is a ToolError, which the model reads as `error: ...`."""
-    text, is_error = server.call(tool, args, deadline)
-    if is_error:
-        raise ToolError(text)
-    return text
-
-
-def start_servers(settings, commands, trusted):
-    """Start each --mcp [NAME=]COMMAND in a sandbox of its own (where bubblewrap runs) with the environment
-    commands get, and file its tools in settings.tools as SERVER__TOOL. One that cannot start is an McpError."""
-    policy = settings.policy
-    path = os.pathsep.join([os.path.dirname(sys.executable), *(folder for folder in os.environ.get(
-        "PATH", "").split(os.pathsep) if os.path.isabs(folder))])  # our own python first; never `.`
-    for command in commands:
-        named = re.match(r"([A-Za-z0-9_-]+)=(.*)", command, re.DOTALL)
-        name, command = named.groups() if named else (None, command)
-        words = command_argv(command, path)
-        if policy.sandbox:
-            argv = shell.sandboxed(words, policy, write=True, network=True)
-        else:
-            argv = words
-            shell.adopt()  # what it leaves running comes back to the harness, and is ended with the run
-        stderr = tempfile.TemporaryFile()
-        server = Server(name or Path(words[0]).stem, argv, shell.environment(policy.workspace), stderr,
-                        policy.workspace)
-        settings.servers.append((server, stderr, shell.started(server.process.pid) if sys.platform == "linux"
-                                 else None))
-        server.start(settings.deadline)
-        name = name or str(server.info.get("name") or server.name)
-        server.name = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:30]
-        while any(tool.startswith(server.name + "__") for tool in settings.tools):  # another server's name
-            server.name += "_"
-        for tool in server.tools(settings.deadline):
-            settings.tools[f"{server.name}__{tool['name']}"] = {
-                "function": None, "decide": partial(decide_mcp, server, tool["name"], server.name in trusted),
-                "kind": "mcp", "description": tool["description"], "parameters": tool["inputSchema"]}
-
-
-def close_servers(settings):
-    """End every server, and put its stderr, masked, in the trace."""
-    for server, stderr, since in settings.servers:
-        server.close()
-        if since is not None and not settings.policy.sandbox:
-            shell.reap(since)
-    for server, stderr, since in settings.servers:
-        stderr.seek(0)
-        said = stderr.read(SERVER_STDERR).decode("utf-8", errors="replace")
-        stderr.close()
-        settings.trace.record("mcp", server=server.name, stderr=said)
-
-
 def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=None, history=None, policy=None,
-        on_text=None, options=None, output=None, mcp=(), trusted=()):
+        on_text=None, options=None, output=None):
     """Run one task to its end and return a Result: status, answer, error, counts, the whole conversation.
     history (an earlier result's messages) goes on from there; started (a time.monotonic()) starts the deadline;
     on_text, when given, hears the model's text as it streams; options go into the requests (tool_choice into the
-    first only); output, a JSON schema (a dict) or a Pydantic model class, is the shape result.output must fit;
-    mcp, the commands of MCP servers whose tools the model gets too (those named in trusted run unasked)."""
+    first only); output, a JSON schema (a dict) or a Pydantic model class, is the shape result.output must fit."""
     started = started or time.monotonic()
     limits = limits or Limits()
     result = Result(messages=list(history or []))
@@ -631,15 +538,12 @@ def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=N
             result.messages.append({"role": "system", "content": SYSTEM.format(workspace=policy.workspace)})
         result.messages.append({"role": "user", "content": task})
         settings.trace.record("start", task=task, backend=backend["name"], model=backend["model"])
-        start_servers(settings, mcp, set(trusted))
         loop(settings, result)
         result.status = "answered"
     except Stop as stop:
         result.status, result.error = stop.status, stop.error
     except BackendError as error:
         result.status, result.error = "provider_error", str(error)
-    except McpError as error:
-        result.status, result.error = "mcp_error", str(error)
     except KeyboardInterrupt:
         result.status = "interrupted"
     except Exception as error:  # a fault of ours or of a library: a status, not a traceback
@@ -648,7 +552,6 @@ def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=N
         shell.stop(process)
     result.seconds = time.monotonic() - started
     try:
-        close_servers(settings)
         if result.status != "answered":
             answer_every_call(settings, result)
         settings.trace.record("end", status=result.status, answer=result.answer, steps=result.steps,
@@ -740,10 +643,6 @@ def arguments(argv=None):
     parser.add_argument("--output-schema", metavar="FILE", help="a JSON schema the answer must fit, printed as JSON")
     parser.add_argument("--tool-choice", choices=("auto", "none", "required"), help="for the first request")
     parser.add_argument("--no-parallel-tool-calls", action="store_true", help="one tool call a turn")
-    parser.add_argument("--mcp", action="append", default=[], metavar="[NAME=]COMMAND",
-                        help="offer the tools of this MCP server too (repeatable)")
-    parser.add_argument("--mcp-trust", action="append", default=[], metavar="NAME",
-                        help="run this server's calls without asking (repeatable)")
     args = parser.parse_args(argv)
     args.options = {**({"tool_choice": args.tool_choice} if args.tool_choice else {}),
                     **({"parallel_tool_calls": False} if args.no_parallel_tool_calls else {})}
@@ -756,7 +655,8 @@ def arguments(argv=None):
             why = f"cannot be read as JSON: {error}"
         if why:
             parser.error(f"--output-schema {file}: {why}")
-    args.task = " ".join(args.task).encode("utf-8", "surrogateescape").decode("utf-8", "replace")  # bytes that are no UTF-8
+    # bytes that are no UTF-8 become \ufffd
+    args.task = " ".join(args.task).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     if not Path(args.workspace).is_dir():
         parser.error(f"--workspace {args.workspace}: no such folder")
     return args
@@ -790,7 +690,7 @@ def main(argv=None):
                      limits=Limits(args.max_steps, args.max_tool_calls, args.max_tokens, args.deadline),
                      policy=guards.policy(args.workspace, args.yes, args.sandbox, args.trace),
                      on_text=partial(stream_text, deadline) if args.stream else None,
-                     options=args.options, output=args.output_schema, mcp=args.mcp, trusted=args.mcp_trust)
+                     options=args.options, output=args.output_schema)
     except KeyboardInterrupt:  # before the run began
         return SIGNAL_EXIT.get(received[0], 130) if received else 130
     on_signals(signal.SIG_IGN)  # the run is over: a late signal changes nothing

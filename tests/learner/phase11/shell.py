@@ -1,4 +1,4 @@
-"""Phase 11 (learner's version): run one command in a box of its own.
+"""Phase 7 (learner's version): run one command in a box of its own.
 
 A clean environment, an empty stdin, a timeout, capped output, its own process group; with bubblewrap, new
 namespaces (no network, its own processes) and only the places the policy names. Try:
@@ -67,15 +67,14 @@ def environment(workspace):
     return env
 
 
-def sandboxed(argv, policy, write, network=False):
+def sandboxed(argv, policy, write):
     """argv wrapped in bubblewrap: the system read-only, an empty /tmp, the workspace (writable only when
-    write), the harness's places and every .git read-only and pinned, each file holding a secret unreadable.
-    With network (an MCP server): the network too, and Python's own folders, read-only, for a server in Python."""
+    write), the harness's places and every .git read-only and pinned, each file holding a secret unreadable."""
     workspace = str(policy.workspace)
     mode = "--bind" if write and policy.write else "--ro-bind"
-    args = [policy.sandbox, "--unshare-all", *(["--share-net"] if network else []), "--die-with-parent",
-            "--cap-drop", "ALL", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    for folder in (*SYSTEM, *({sys.prefix, sys.base_prefix, sys.exec_prefix} if network else ())):
+    args = [policy.sandbox, "--unshare-all", "--die-with-parent", "--cap-drop", "ALL",
+            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for folder in SYSTEM:
         args += ["--ro-bind-try", folder, folder]
     args += [mode, workspace, workspace]
     read_only, hidden = guards.sealed(policy)

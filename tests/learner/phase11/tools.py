@@ -1,4 +1,4 @@
-"""Phase 11 (learner's version): the tools the model may call, the contract every call is held to, and how each
+"""Phase 9 (learner's version): the tools the model may call, the contract every call is held to, and how each
 call is decided.
 
 Each tool is a plain function registered with @tool, which files it in REGISTRY (name -> its function, how a call
@@ -43,7 +43,7 @@ def capped(text):
 
 def tool(description, decide=None, kind=None, **params):
     """Register a function as a tool; params maps each argument to (its description, an example or None).
-    Its type and default come from the function's signature. decide(policy, args, deadline) returns (action,
+    Its type and default come from the function's signature. decide(policy, deadline, **args) returns (action,
     question), deadline being the run's (a time.monotonic(), or None);
     None: the tool only reads and runs as asked."""
     def register(function):
@@ -122,11 +122,10 @@ def check_call(name, arguments, tools=None):
 
 def plan(policy, tool, args, deadline=None):
     """(action, question): the call as decided, ready to run, and what a person must approve first (or None).
-    deadline goes to the tool's decide, so that a command it runs stops at the run's deadline. The arguments stay
-    one dict: an MCP server's tool may call one of them `policy`."""
+    deadline goes to the tool's decide, so that a command it runs stops at the run's deadline."""
     if tool["decide"] is None:
         return partial(tool["function"], policy, **args), None
-    return tool["decide"](policy, args, deadline)
+    return tool["decide"](policy, deadline, **args)
 
 
 @tool("List the entries of a folder in the workspace, one per line; folders end with '/'.",
@@ -169,10 +168,9 @@ def read_file(policy, path: str, offset: int = 1, limit: int = PAGE_LINES):
     return text
 
 
-def decide_command(policy, args, deadline):
+def decide_command(policy, deadline, command):
     """A command naming a secret is refused; a plainly read-only one runs as its words, with no shell and nothing
     writable; anything else runs in the shell, able to write the workspace, after a yes."""
-    command = args["command"]
     if len(command) > MAX_COMMAND:
         raise Refused(f"the command is {len(command)} characters long, more than anyone can check "
                       f"(MAX_COMMAND = {MAX_COMMAND}); split it into smaller ones")
@@ -217,9 +215,8 @@ def write_question(policy, path, content):
     return guards.question(summary, *diff, summary)
 
 
-def decide_write(policy, args, deadline):
+def decide_write(policy, deadline, path, content):
     """A write always asks, its diff shown; outside the workspace or in the harness's own places it is refused."""
-    path, content = args["path"], args["content"]
     return partial(write_file, policy, path, content), write_question(policy, path, content)
 
 

@@ -1,4 +1,4 @@
-"""Phase 11 (learner's version): what a run may touch, which files are secrets (by name and by what they hold),
+"""Phase 12 (learner's version): what a run may touch, which files are secrets (by name and by what they hold),
 what runs without asking, what a sandboxed command may not change, and how anything the model wrote is shown.
 
 Try: python -c "import guards; print(guards.plain(guards.policy('.'), 'ls -la'))"

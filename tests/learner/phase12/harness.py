@@ -4,13 +4,12 @@ a call made again and again is not run. --stream prints the text as it comes; SI
 with a status; the terminal is waited for on the run's clock like anything else. options steer how the model calls
 tools (tool_choice for the first request only); output (a JSON schema or a Pydantic model class) asks for an answer
 with that shape, given through the tool final_answer and checked like any call. --mcp COMMAND offers the model
-the tools of an MCP server, as SERVER__TOOL, each call asked about unless --mcp-trust NAME (or --yes). Past
---context-tokens, the older part of the conversation is summed up by the model, then replaced by that summary.
+the tools of an MCP server, as SERVER__TOOL, each call asked about unless --mcp-trust NAME (or --yes).
 
 Run:  python harness.py "List the files here, then read backend.py and tell me which model it calls."
       (--backend, --model, --base-url override the environment for one run; --workspace DIR, --yes,
        --sandbox workspace-write|read-only|off; budgets: --max-steps, --max-tool-calls, --max-tokens,
-       --deadline SECONDS, --context-tokens N; --trace FILE appends one JSON object a line; --stream; --output-schema FILE,
+       --deadline SECONDS; --trace FILE appends one JSON object a line; --stream; --output-schema FILE,
        --tool-choice auto|none|required, --no-parallel-tool-calls; --mcp [NAME=]COMMAND, --mcp-trust NAME)
 The model asks for tools, we decide every call of a turn (asking a person where we must), run them and send the
 results back, until it answers or a budget runs out. run() returns a Result; its status gives the exit code:
@@ -72,12 +71,6 @@ SCHEMA_WORDS = {"type": str, "properties": dict, "required": list, "items": dict
                 "additionalProperties": bool, "description": str, "title": str, "default": object,
                 "examples": list}  # what problem() checks, or may ignore, in an --output-schema: each in its shape
 SERVER_STDERR = 100_000  # bytes of a server's stderr kept for the trace (which cuts it further)
-CONTEXT_TOKENS = 8_000  # the conversation's size past which it is compacted: Groq's free tier sends 8,000 a minute
-RECENT = 0.25  # the share of that budget the latest turns, kept whole, may fill
-SUMMARY = ("Sum up the work so far for yourself, to go on from: what the task asks, what each call found that "
-           "matters to it (names, numbers, words exactly as they were), and what is left to do. No tool calls.")
-CLEARED = ("The results of these earlier calls were cleared to save room; make a call again to see its result: "
-           "{calls}. What they held, summed up:")
 ENDINGS = {"length": "incomplete", "content_filter": "content_filter"}  # finish reasons that end a run
 
 
@@ -95,7 +88,6 @@ class Limits:
     max_tool_calls: int = MAX_TOOL_CALLS
     max_tokens: int = None  # no limit
     deadline: float = None  # seconds from the start; no limit
-    context_tokens: int = CONTEXT_TOKENS  # past this the conversation is compacted; None: never
 
 
 @dataclass
@@ -105,8 +97,7 @@ class Result:
     error: str = ""  # what went wrong, in words
     steps: int = 0
     tool_calls: int = 0
-    usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0,
-                                                 "cached_tokens": 0})
+    usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
     seconds: float = 0.0
     messages: list = field(default_factory=list)  # the whole conversation, as the API takes it
     recent: list = field(default_factory=list)  # what the calls of the last turns would do, a set a turn
@@ -150,7 +141,6 @@ class Settings:
     model: object = None  # the Pydantic model class it came from, if any
     tools: dict = field(default_factory=lambda: dict(REGISTRY))  # ours, and each MCP server's as SERVER__TOOL
     servers: list = field(default_factory=list)  # (an MCP server, the file its stderr goes to), each started
-    task_at: int = 0  # where this run's task is in the conversation: it, and all before it, stay as they are
 
 
 def cut(text):
@@ -323,58 +313,6 @@ def check_budgets(settings, result):
         raise Stop("invalid_output", f"{result.bad_answers} answers did not fit the output schema")
 
 
-def size(messages):
-    """The estimate of the tokens these messages are: CHARS_PER_TOKEN characters of their JSON a token."""
-    return len(json.dumps(messages)) // CHARS_PER_TOKEN
-
-
-def count(result, response, messages, tools):
-    """Add a reply's tokens to the run's and return them: the server's own count, with what it had cached
-    (prompt_tokens_details.cached_tokens, else 0), or an estimate of what was sent and made."""
-    counted = response.usage
-    if counted and counted.total_tokens:
-        details = getattr(counted, "prompt_tokens_details", None)
-        usage = {"prompt_tokens": counted.prompt_tokens or 0, "completion_tokens": counted.completion_tokens or 0,
-                 "total_tokens": counted.total_tokens, "cached_tokens": getattr(details, "cached_tokens", 0) or 0}
-    else:  # the server sent none: the conversation's length in characters over CHARS_PER_TOKEN
-        made = size([assistant_message(response.choices[0].message)])
-        usage = {"prompt_tokens": size(messages) + size(tools), "completion_tokens": made, "cached_tokens": 0}
-        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-    for name in result.usage:
-        result.usage[name] += usage[name]
-    return usage
-
-
-def sum_up(settings, result, messages):
-    """The model's summary of the conversation so far: the messages, whole, then SUMMARY, with no tool to call."""
-    response = within(settings.deadline, "the model", partial(
-        chat, [*messages, {"role": "user", "content": SUMMARY}], tools=tools_for(settings), backend=settings.backend,
-        on_note=note, options={**settings.options, "tool_choice": "none"}))
-    count(result, response, messages, tools_for(settings))
-    return response.choices[0].message.content or "(the model gave no summary)"
-
-
-def compact(settings, result):
-    """Past the budget, replace the turns between the task and the latest ones (those that fit in RECENT of the
-    budget) by one user message: the calls they made, to make again, and the model's summary of them, asked
-    first, from their full text. A turn starts at an assistant message, so no call loses its result."""
-    budget, messages = settings.limits.context_tokens, result.messages
-    before = size(messages)
-    if not budget or before <= budget:
-        return
-    turns = [at for at in range(settings.task_at + 1, len(messages)) if messages[at]["role"] == "assistant"]
-    recent = next((at for at in turns if size(messages[at:]) <= RECENT * budget), turns[-1] if turns else 0)
-    older = slice(settings.task_at + 1, recent)
-    if recent <= older.start:
-        return  # nothing older than the latest turn: nothing to compact
-    summary = sum_up(settings, result, messages[:recent])  # first: what goes is summed up from its full text
-    calls = [f"{call['function']['name']} {call['function']['arguments']}"
-             for message in messages[older] for call in message.get("tool_calls") or []]
-    cleared = CLEARED.format(calls="; ".join(calls) or "none")
-    messages[older] = [{"role": "user", "content": f"{cleared}\n{summary}"}]
-    settings.trace.record("compact", step=result.steps, tokens_before=before, tokens_after=size(messages))
-
-
 def tools_for(settings):
     """The tools of a request: ours, the servers', and FINAL_TOOL when an answer has a shape."""
     tools = [{"type": "function", "function": {"name": name, "description": tool["description"],
@@ -405,7 +343,17 @@ def ask(settings, result):
             call.id = f"call_{uuid.uuid4().hex[:16]}"
         result.used_ids.add(call.id)
     ending = ENDINGS.get(choice.finish_reason) or ("refused" if message.refusal else None)
-    usage = count(result, response, result.messages, tools)
+    counted = response.usage
+    if counted and counted.total_tokens:
+        usage = {"prompt_tokens": counted.prompt_tokens or 0, "completion_tokens": counted.completion_tokens or 0,
+                 "total_tokens": counted.total_tokens}
+    else:  # the server sent none: the conversation's length in characters over CHARS_PER_TOKEN
+        sent = len(json.dumps(result.messages)) + len(json.dumps(tools))
+        made = len(json.dumps(assistant_message(choice.message)))
+        usage = {"prompt_tokens": sent // CHARS_PER_TOKEN, "completion_tokens": made // CHARS_PER_TOKEN}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+    for name in result.usage:
+        result.usage[name] += usage[name]
     settings.trace.record("reply", step=result.steps, finish_reason=choice.finish_reason, usage=usage,
                           calls=[] if ending else [call.id for call in message.tool_calls or []])
     if ending:  # nothing in it runs (its calls may be half written); its text is the answer
@@ -562,7 +510,6 @@ def loop(settings, result):
     nudged = False
     while True:
         check_budgets(settings, result)
-        compact(settings, result)
         message = ask(settings, result)
         result.messages.append(assistant_message(message))
         if message.tool_calls:
@@ -683,7 +630,6 @@ def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=N
         if not result.messages:
             result.messages.append({"role": "system", "content": SYSTEM.format(workspace=policy.workspace)})
         result.messages.append({"role": "user", "content": task})
-        settings.task_at = len(result.messages) - 1
         settings.trace.record("start", task=task, backend=backend["name"], model=backend["model"])
         start_servers(settings, mcp, set(trusted))
         loop(settings, result)
@@ -731,7 +677,7 @@ def report(result, deadline=None, streamed=False):
     if result.error:
         tell(f"error: {result.error}")
     tell(f"{result.status}: {result.steps} steps, {result.tool_calls} tool calls, {result.usage['total_tokens']} "
-         f"tokens ({result.usage['cached_tokens']} of them cached), {result.seconds:.1f} s")
+         f"tokens, {result.seconds:.1f} s")
 
 
 def above_zero(kind):
@@ -788,8 +734,6 @@ def arguments(argv=None):
     parser.add_argument("--max-steps", type=above_zero(int), default=MAX_STEPS, help="requests to the model")
     parser.add_argument("--max-tool-calls", type=above_zero(int), default=MAX_TOOL_CALLS, help="tool calls")
     parser.add_argument("--max-tokens", type=above_zero(int), help="tokens, sent and received (default: no limit)")
-    parser.add_argument("--context-tokens", type=int, default=CONTEXT_TOKENS,
-                        help=f"compact the conversation past this many tokens (default {CONTEXT_TOKENS}; 0: never)")
     parser.add_argument("--deadline", type=above_zero(float), help="seconds for the whole run (default: none)")
     parser.add_argument("--trace", help="append a JSON line for every reply, call and the end to this file")
     parser.add_argument("--stream", action="store_true", help="print the model's text as it comes")
@@ -812,7 +756,8 @@ def arguments(argv=None):
             why = f"cannot be read as JSON: {error}"
         if why:
             parser.error(f"--output-schema {file}: {why}")
-    args.task = " ".join(args.task).encode("utf-8", "surrogateescape").decode("utf-8", "replace")  # bytes that are no UTF-8
+    # bytes that are no UTF-8 become \ufffd
+    args.task = " ".join(args.task).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     if not Path(args.workspace).is_dir():
         parser.error(f"--workspace {args.workspace}: no such folder")
     return args
@@ -843,8 +788,7 @@ def main(argv=None):
             return 1
         deadline = STARTED + args.deadline if args.deadline else None
         result = run(args.task, backend, started=STARTED, trace=args.trace,
-                     limits=Limits(args.max_steps, args.max_tool_calls, args.max_tokens, args.deadline,
-                                   args.context_tokens if args.context_tokens > 0 else None),
+                     limits=Limits(args.max_steps, args.max_tool_calls, args.max_tokens, args.deadline),
                      policy=guards.policy(args.workspace, args.yes, args.sandbox, args.trace),
                      on_text=partial(stream_text, deadline) if args.stream else None,
                      options=args.options, output=args.output_schema, mcp=args.mcp, trusted=args.mcp_trust)

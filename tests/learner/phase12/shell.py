@@ -1,4 +1,4 @@
-"""Phase 11 (learner's version): run one command in a box of its own.
+"""Phase 12 (learner's version): run one command in a box of its own.
 
 A clean environment, an empty stdin, a timeout, capped output, its own process group; with bubblewrap, new
 namespaces (no network, its own processes) and only the places the policy names. Try:

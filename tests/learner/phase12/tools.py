@@ -1,4 +1,4 @@
-"""Phase 11 (learner's version): the tools the model may call, the contract every call is held to, and how each
+"""Phase 12 (learner's version): the tools the model may call, the contract every call is held to, and how each
 call is decided.
 
 Each tool is a plain function registered with @tool, which files it in REGISTRY (name -> its function, how a call

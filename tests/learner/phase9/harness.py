@@ -557,7 +557,8 @@ def arguments(argv=None):
     parser.add_argument("--trace", help="append a JSON line for every reply, call and the end to this file")
     parser.add_argument("--stream", action="store_true", help="print the model's text as it comes")
     args = parser.parse_args(argv)
-    args.task = " ".join(args.task).encode("utf-8", "surrogateescape").decode("utf-8", "replace")  # bytes that are no UTF-8
+    # bytes that are no UTF-8 become \ufffd
+    args.task = " ".join(args.task).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     if not Path(args.workspace).is_dir():
         parser.error(f"--workspace {args.workspace}: no such folder")
     return args

@@ -1,4 +1,4 @@
-"""Phase 12, context: a long run costs a third of the tokens, and forgets nothing the task needs. Checked through
+"""Phase 13, context: a long run costs a third of the tokens, and forgets nothing the task needs. Checked through
 run(..., limits=Limits(..., context_tokens=N)) and the command line against the offline model, which counts cached
 prompt tokens as OpenAI does, answers a request to sum up the work with a summary of what it was sent, and carries
 on from that summary in whatever words it comes back."""
@@ -8,7 +8,7 @@ import pytest
 from cases import run_case
 from helpers import groq_env, run_python, scripted_backend, trace_records
 
-PHASE = 12
+PHASE = 13
 FILES = ("harness.py", "backend.py", "tools.py")
 STEPS = 24
 

@@ -1,0 +1,347 @@
+"""The policy of one run: the places its tools may touch, the files that hold secrets, the commands that run without
+asking, and the one way anything a model or a file wrote is shown to a person.
+
+Try:  python -c "import guards; print(guards.plain(guards.policy(), 'grep -n def tools.py'))"
+Every rule is positive: a path is allowed when it stays inside the workspace and holds no secret; a command runs
+without asking when its program, its options and its files are all on the lists below. Anything else asks a person,
+and shell.py's sandbox holds whatever an approved command does to the places named here.
+"""
+import fnmatch
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from stat import S_ISREG
+
+from dotenv import dotenv_values
+
+from backend import ENV_FILE
+
+HOME = Path(__file__).resolve().parent  # the harness's own folder: its code and its .env, never the model's to change
+KEY_VARIABLES = ("GROQ_API_KEY", "OPENAI_API_KEY", "API_KEY")  # the API keys it knows, wherever they are set
+KINDS = ("command", "write", "mcp")  # the kinds of call a person may approve in advance (--yes)
+# Credential files, by the names the programs that write them use: dotenv and direnv (any name holding ".env",
+# as editors copy it: "#.env#", ".env copy", "prod.env"), ssh-keygen, openssl and Java keystores, curl, git's
+# credential store, npm, pip, Terraform; and the folders ssh, gpg, the AWS, Azure, gcloud, kubectl and docker
+# command lines keep keys in. .git is one too: a remote's URL may carry a token.
+SECRET_NAMES = ("*.env", "*.env[!a-z]*", ".envrc", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*.pem",
+                "*.key", "*.p12", "*.pfx", "*.jks", ".netrc", "_netrc", ".git-credentials", ".npmrc", ".pypirc",
+                "pip.conf", "*.tfvars", "*.tfstate")
+SECRET_FOLDERS = (".ssh", ".gnupg", ".aws", ".azure", "gcloud", ".kube", ".docker", ".git")
+NOT_SECRET = (".env.example", ".env.sample", ".env.template")  # templates, with empty values
+# What a credential holds, whatever its file is called: a private key block (ssh-keygen, openssl, gpg, a cloud
+# service account's JSON, a kubeconfig's client-key-data); a token by the prefix its issuer documents (Groq,
+# OpenAI, Stripe, GitHub, GitLab, Slack, Vault, npm, PyPI, Hugging Face, Databricks, AWS, Google); a URL with a
+# password in it; a database password file's line (.pgpass: host:port:db:user:password).
+CREDENTIALS = re.compile(
+    rb"(?P<key>-----BEGIN [A-Z ]*PRIVATE KEY[A-Z ]*-----[\s\S]{0,200}?[A-Za-z0-9+/]{40}|LS0tLS1CRUdJTi[\w+/]{40})"
+    rb"|(?P<token>\b(?:gsk_|sk-|sk_live_|ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|glpat-|xox[abprs]-|hvs\.|npm_|pypi-|"
+    rb"hf_|dapi|AKIA|ASIA|AIza)[\w-]{16,})"
+    rb"|(?P<url>://[^\s/:@]+:[^\s/@]{3,}@)"
+    rb"|(?P<pgpass>^[^:\s]+:(?:\d+|\*):[^:\s]+:[^:\s]+:\S{6,}$)", re.M)
+# A password or token line, in lower case (.netrc, .my.cnf, .pypirc, .npmrc, hosts.yml, ~/.aws/credentials, a
+# kubeconfig, a .env under any name): a name ending in one of these words, then a value of 8 or more characters
+# mixing letters and digits, so that code naming a password (password = input()) is not one.
+VALUE = rb"[^\s'\"<>$(){}\[\],;]"
+PASSWORD_LINE = re.compile(rb"(?P<line>(?:pass(?:word|wd)?|pwd|secret|token|key|auth)['\"]?(?:\s*[:=>]\s*|\s+)['\"]?"
+                           rb"(?=" + VALUE + rb"*\d)(?=" + VALUE + rb"*[a-z])" + VALUE + rb"{8,})")
+KINDS_OF_SECRET = {"key": "a private key", "token": "an API token", "url": "a URL with a password",
+                   "line": "a password or token", "pgpass": "a password"}
+JUDGED = {}  # (path, inode, size, time, the secrets known) -> what holds_secret() found in that version of the file
+MAX_READ = 10_000_000  # bytes of a file the secret rules read, all a tool reads of it: a longer file asks to be run on
+# Programs that only read, and the options each may take without asking; "=" marks an option that takes a
+# value. Their other words are files, checked like read_file's paths, except echo's words and grep's pattern.
+READ_ONLY = {"ls": "-a -A -l -h -1 -t -r -S -R -d -F", "cat": "-n -b -s -A -E -T", "head": "-n= -c=",
+             "tail": "-n= -c=", "wc": "-l -w -c -m", "pwd": "", "echo": "-n",
+             "grep": "-n -i -v -c -l -L -w -x -o -h -H -F -E -e= -m= -A= -B= -C="}
+MAX_PATH = 4096  # characters: a longer path is refused before it is followed (Linux's own PATH_MAX)
+SHELL_SYNTAX = set(";&|<>`$(){}[]*?!~\\\n\r%^")  # what sh or cmd would read: plain commands run without a shell
+
+
+class ToolError(Exception):
+    """A call that will not run as asked. The model gets "error: " and the message, which says what to do."""
+
+
+class Refused(ToolError):
+    """A call the guardrails will not run, whoever approves it."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What one run may touch and what it asks about, decided before it starts: policy() builds one."""
+    workspace: Path  # the only folder the tools may touch, its real place
+    unasked: frozenset = frozenset()  # the KINDS of call approved in advance: --yes
+    secrets: dict = field(default_factory=dict)  # value -> name, for every secret the harness knows
+    own: tuple = (HOME,)  # the harness's places (its home, where it imports from, its trace): the model's never
+    sandbox: str = None  # bubblewrap's absolute path, or None when there is none here
+    why_none: str = ""  # why there is none, in one line
+    write: bool = True  # whether an approved command may change the workspace (--sandbox read-only: no)
+
+
+def policy(workspace=".", yes=False, sandbox="workspace-write", trace=None):
+    """The policy of a run in workspace. yes approves every kind of call in advance, except a command where no
+    sandbox holds it; sandbox is what an approved command may change ("workspace-write", "read-only") or "off".
+    Example: policy("play", yes=True).unasked -> frozenset({"command", "write", "mcp"}) where bubblewrap runs"""
+    workspace = Path(workspace).resolve()
+    found, why = find_sandbox(workspace) if sandbox != "off" else (None, "--sandbox off")
+    unasked = {kind for kind in KINDS if yes and (kind != "command" or found or sandbox == "off")}
+    imports = [Path(folder or ".").resolve() for folder in sys.path]  # a module put there would run as ours
+    own = (HOME, *(folder for folder in imports if folder.is_relative_to(workspace)),
+           *([Path(os.path.abspath(trace))] if trace else []))
+    return Policy(workspace, frozenset(unasked), known_secrets(workspace), own, found, why, sandbox != "read-only")
+
+
+def find_sandbox(workspace):
+    """(bubblewrap's absolute path, "") where it runs here, else (None, why not): it is looked for on your PATH,
+    wherever that has it (/usr/bin, /usr/local/bin, ~/.local/bin, Nix), never in the workspace."""
+    if not sys.platform.startswith("linux"):
+        return None, f"bubblewrap runs on Linux only, and this is {sys.platform}"
+    found = shutil.which("bwrap", path=search_path(workspace))
+    if not found:
+        return None, "bubblewrap is not installed (Debian and Ubuntu: sudo apt install bubblewrap)"
+    tried = subprocess.run([found, "--ro-bind", "/", "/", "--unshare-all", "true"], capture_output=True, text=True)
+    if tried.returncode:
+        return None, f"bubblewrap does not start here: {tried.stderr.strip()[:200]}"
+    return os.path.abspath(found), ""
+
+
+def known_secrets(workspace):
+    """{value: name} of the secrets the harness knows: the values in its .env and the workspace's, and the API keys
+    in its environment; not the settings, nor values under 8 characters (they would be ordinary words)."""
+    found = [*dotenv_values(Path(workspace, ".env")).items(), *dotenv_values(ENV_FILE).items(),
+             *((name, os.environ.get(name)) for name in KEY_VARIABLES)]
+    return {value: name for name, value in found
+            if value and len(value) >= 8 and name not in ("BACKEND", "MODEL", "BASE_URL")}
+
+
+def is_secret(path):
+    """True when a path names a credential file or lies in a credential folder, in any case, and as Windows reads
+    names (".env." and ".env::$DATA" are .env there).
+
+    Example: is_secret("config/.env.local") -> True;  is_secret("home/.ssh/deploy") -> True;
+             is_secret(".env.example") -> False;  is_secret("notes.txt") -> False
+    """
+    parts = [part.lower().split(":")[0].rstrip(". ") or part for part in Path(path).parts]
+    if not parts or parts[-1] in NOT_SECRET:
+        return False
+    return any(part in SECRET_FOLDERS for part in parts) or any(fnmatch.fnmatch(parts[-1], n) for n in SECRET_NAMES)
+
+
+def holds_secret(policy, full):
+    """What a file holds that is a secret, by its content, or "" (for a folder too): the value of a secret the
+    harness knows, or a credential (CREDENTIALS, PASSWORD_LINE). Each version of a file is read once (JUDGED).
+    Example: a file holding "-----BEGIN OPENSSH PRIVATE KEY-----" and its key -> "a private key" """
+    try:
+        stat = os.stat(full)
+        version = (str(full), stat.st_ino, stat.st_size, stat.st_mtime_ns, tuple(policy.secrets.items()))
+        if version not in JUDGED and S_ISREG(stat.st_mode):
+            with open(os.open(full, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as file:  # a pipe: no wait
+                data = file.read(MAX_READ)
+            known = next((name for value, name in policy.secrets.items() if value.encode() in data), None)
+            found = CREDENTIALS.search(data) or PASSWORD_LINE.search(data.lower())
+            JUDGED[version] = f"the value of {known}" if known else KINDS_OF_SECRET[found.lastgroup] if found else ""
+    except (OSError, ValueError):  # gone, unreadable, or a name no file can have: nothing to read, nothing held
+        return ""
+    return JUDGED.get(version, "")
+
+
+def inside_workspace(policy, path):
+    """The real place a path names, links followed, if it is inside the workspace and holds no secret; else Refused.
+
+    Example (workspace /work): "notes/a.txt" -> /work/notes/a.txt;  "../etc/passwd" -> Refused
+    """
+    if len(path) > MAX_PATH:
+        raise Refused(f"the path is {len(path)} characters long, longer than PATH_MAX ({MAX_PATH})")
+    try:
+        full = (policy.workspace / path).resolve()  # a link cannot lead out: it is followed before the check
+    except (OSError, RuntimeError, ValueError) as error:  # a link loop, a NUL, a name too long
+        raise Refused(f"{path[:100]!r} cannot be followed: {error}") from None
+    if not full.is_relative_to(policy.workspace):
+        raise Refused(f"{path} is outside the workspace; use paths inside {policy.workspace}")
+    if is_secret(path) or is_secret(full):  # where it really is counts too: the workspace may lie in ~/.ssh
+        raise Refused(f"{path} is a secret file, and the model may not read credentials")
+    if held := holds_secret(policy, full):
+        raise Refused(f"{path} holds a secret ({held}), and the model may not read credentials")
+    return full
+
+
+def writable(policy, path):
+    """The real place of a workspace file the model may change: inside_workspace(), and none of the harness's own
+    places (its home, its trace) when they lie in the workspace; refused before anyone is asked."""
+    full = inside_workspace(policy, path)
+    if any(full.is_relative_to(place) for place in policy.own if place.is_relative_to(policy.workspace)):
+        raise Refused(f"{path} is one of the harness's own files, which the model may not change")
+    return full
+
+
+def sealed(policy):
+    """What commands see of the workspace besides what they may change: (read_only, hidden). read_only: the
+    harness's own places in it and every repository's .git (they run later, outside any sandbox); hidden: every
+    file that holds a secret, by name or by content, which they may not even read."""
+    ws, skip = policy.workspace, (Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve())  # Python's, read-only
+    read_only, hidden = list(dict.fromkeys(place for place in policy.own if place.is_relative_to(ws))), []
+    for folder, folders, files in os.walk(ws):
+        here = Path(folder)
+        in_git = ".git" in here.relative_to(ws).parts  # git's own files are judged by content alone
+        folders[:] = [name for name in folders if here / name not in skip and not (in_git and name == "objects")]
+        read_only += [here / name for name in folders + files if name == ".git"]
+        files = [here / name for name in files if not (here / name).is_symlink()]  # a link: its target is judged
+        hidden += [file for file in files if holds_secret(policy, file) or (not in_git and is_secret(file))]
+    return read_only, hidden
+
+
+def plain(policy, command):
+    """The command as an argument list, when it may run without asking: a READ_ONLY program with only its listed
+    options, every file inside the workspace and holding no secret, and nothing a shell would read. Else None.
+
+    Example: plain(policy, "grep -n def tools.py") -> ["/usr/bin/grep", "-n", "def", "tools.py"];  "rm x" -> None
+    """
+    try:
+        words = [] if SHELL_SYNTAX & set(command) else shlex.split(command)
+    except ValueError:  # an unclosed quote
+        return None
+    program = words and words[0] in READ_ONLY and system_program(words[0])
+    if not program:
+        return None
+    allowed, files, given, rest = READ_ONLY[words[0]].split(), [], "", iter(words[1:])
+    for word in rest:
+        if word == "--":
+            files += rest  # after --, every word is a file
+        elif word[1:].isdigit() and words[0] in ("head", "tail"):
+            continue  # head -5
+        elif word.startswith("-") and len(word) > 1:
+            letters = options_read(word, allowed, rest)
+            if letters is None:
+                return None
+            given += letters
+        else:
+            files.append(word)
+    if words[0] == "grep" and "e" not in given:
+        files = files[1:]  # without -e, the first is the pattern
+    for name in files if words[0] != "echo" else []:
+        try:
+            if os.path.getsize(inside_workspace(policy, name)) > MAX_READ:  # too big to judge whole
+                return None
+        except (Refused, OSError):
+            return None
+    return [program, *words[1:]]
+
+
+def options_read(word, allowed, rest):
+    """The option letters of a word, read as the programs read them, when each is listed; else None.
+
+    Example: "-la" -> "la";  "-n5" -> "n" (5 is its value);  "-nvee" -> "nve";  "-n" -> "n", its value the next word
+    """
+    for at, letter in enumerate(word[1:], 1):
+        if f"-{letter}=" in allowed:  # it takes a value: the rest of the word, or else the next word
+            if at == len(word) - 1:
+                next(rest, None)
+            return word[1:at + 1]
+        if f"-{letter}" not in allowed:  # --long options too: none is listed
+            return None
+    return word[1:]
+
+
+def system_program(word, defpath=os.defpath, pathsep=os.pathsep, pathext=os.environ.get("PATHEXT", "")):
+    """A program's full path in the system's own folders (the absolute entries of defpath), never in the workspace
+    or the current folder ("." in Windows' defpath); None if there is none. On Windows PATHEXT's endings count.
+    Example: system_program("ls") -> "/bin/ls";  system_program("ls", ".;C:\\bin", ";", ".EXE") -> None"""
+    for folder in (folder for folder in defpath.split(pathsep) if os.path.isabs(folder)):
+        for name in [word, *(word + end for end in pathext.split(pathsep) if end)]:
+            if os.path.isfile(os.path.join(folder, name)) and os.access(os.path.join(folder, name), os.X_OK):
+                return os.path.join(folder, name)
+    return None
+
+
+def names_a_secret(policy, command):
+    """Refused when a word of the command, split as its shell splits it, names a secret file: the command could
+    show it, in any form. Whoever approves, it does not run.
+
+    Example: names_a_secret(policy, 'cat .e""nv') -> Refused;  names_a_secret(policy, "cat notes.txt") -> None
+    """
+    for word in words(command):
+        try:
+            if is_secret(word) or holds_secret(policy, (policy.workspace / word).resolve()):
+                raise Refused(f"the command names {shown(word, one_line=True)}, a secret file, and the model may "
+                              "not read credentials")
+        except (OSError, RuntimeError, ValueError):  # a name that cannot be followed names no file
+            continue
+
+
+def words(command, windows=os.name == "nt"):
+    """The words the shell that runs a command sees: sh's rules, or cmd's on Windows (only " quotes, ^ escapes).
+    Example: words('cat .e""nv>x') -> ["cat", ".env", ">", "x"];  words('type .e^nv', True) -> ["type", ".env"]"""
+    if not windows:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars="();<>|&`=:,{}")
+        lexer.whitespace_split = True
+        try:
+            return list(lexer)
+        except ValueError:  # an unclosed quote: the words up to it
+            return command.split()
+    found, word, quoted, escaped = [], "", False, False
+    for c in command + " ":  # a space at the end ends the last word
+        if escaped or (quoted and c != '"') or (c not in '^"&|<>(),;=' and not c.isspace()):
+            word += c
+            escaped = False
+        elif c == "^":
+            escaped = True
+        elif c == '"':
+            quoted = not quoted
+        else:  # a space or an operator ends a word; an operator is a word of its own
+            found += [word] if word else []
+            found += [] if c.isspace() else [c]
+            word = ""
+    return found
+
+
+def search_path(workspace):
+    """PATH without its entries that are relative or inside the workspace: a program the workspace holds
+    (./bin/make) never runs in place of yours."""
+    return os.pathsep.join(folder for folder in os.environ.get("PATH", os.defpath).split(os.pathsep)
+                           if os.path.isabs(folder) and not Path(folder).resolve().is_relative_to(workspace))
+
+
+def mask(policy, text):
+    """Text with the value of every secret the harness knows replaced by its name, wherever it appears.
+
+    Example (secrets {"gsk_abc123xyz": "GROQ_API_KEY"}): mask(policy, "k=gsk_abc123xyz") -> "k=[secret GROQ_API_KEY]"
+    """
+    for value in sorted(policy.secrets, key=len, reverse=True):  # the longest first: one value may hold another
+        text = text.replace(value, f"[secret {policy.secrets[value]}]")
+    return text
+
+
+def shown(text, one_line=False):
+    """Text as it is safe to show a person: printable ASCII as it is, every other character spelled out as Python
+    writes it (a backslash too, so nothing spelled out can be faked), line breaks kept unless one_line, and a run
+    of many spaces counted, so it cannot push the rest out of view.
+
+    Example: shown("ok\\x1b[2J") -> "ok\\\\x1b[2J";  shown("a\\nb", one_line=True) -> "a\\\\nb"
+    """
+    text = "".join(c if (c == "\n" and not one_line) or (" " <= c <= "~" and c != "\\") else ascii(c)[1:-1]
+                   for c in text)
+    return re.sub(" {40,}", lambda spaces: f"\\{{{len(spaces.group())} spaces}}", text)
+
+
+def question(summary, *lines):
+    """What a person is asked, every piece made safe by shown(): the summary on one line, then the lines (a diff),
+    then the summary again right above the answer. ask_user() fits it to the screen.
+    Example: question("Run: rm x") -> "Run: rm x";  question("Write a", "+b") -> "Write a\\n+b\\nWrite a" """
+    pieces = [summary, *lines, summary] if lines else [summary]
+    return "\n".join(shown(piece, one_line=True) for piece in pieces)
+
+
+def fit(text, rows, columns):
+    """Text cut to a screen of rows and columns: its first and last lines, long ones counted as the screen wraps
+    them, and how many were hidden between them.
+    Example: fit("1\\n2\\n3\\n4\\n5", rows=3, columns=80) -> "1\\n[... 3 lines hidden: answer ? to see them]\\n5" """
+    lines = [line[at:at + columns] for line in text.split("\n") for at in range(0, max(len(line), 1), columns)]
+    if len(lines) <= rows:
+        return text
+    head, tail = (rows - 1) // 2, rows - 1 - (rows - 1) // 2
+    return "\n".join([*lines[:head], f"[... {len(lines) - head - tail} lines hidden: answer ? to see them]",
+                      *lines[len(lines) - tail:]])

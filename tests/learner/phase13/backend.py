@@ -1,0 +1,462 @@
+"""Phase 10 (learner's version): complete() sends one prompt, chat() a conversation with tools, retrying what may
+pass (the openai package retries 408, 409, 429, 5xx and dropped connections; chat() a broken reply and Groq's
+tool_use_failed) and checking every reply before anyone reads it. With on_text, chat() streams: the text goes to
+on_text as it comes, and the calls are put together from their pieces. options (tool_choice, ...) go into the request.
+
+Run:  python backend.py ["your prompt"]   (harness.py uses chat())
+Picks Groq, OpenAI, Ollama or any OpenAI-compatible server from BACKEND / keys / MODEL / BASE_URL (see
+.env.example); with no key it starts the offline demo model (demo_model.py in the repository) and says so.
+"""
+import functools
+import json
+import logging
+import os
+import socket
+import sys
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pydantic
+from dotenv import load_dotenv
+
+HERE = Path(__file__).resolve().parent
+ENV_FILE = HERE / ".env"
+load_dotenv(ENV_FILE)  # variables already in the environment win
+
+BACKENDS = {
+    "groq": {"base_url": "https://api.groq.com/openai/v1", "key_var": "GROQ_API_KEY", "model": "openai/gpt-oss-120b"},
+    "openai": {"base_url": "https://api.openai.com/v1", "key_var": "OPENAI_API_KEY", "model": "gpt-5-mini"},
+    "ollama": {"base_url": "http://localhost:11434/v1", "key_var": None, "model": "qwen3"},
+    "demo": {"base_url": None, "key_var": None, "model": "demo"},  # demo_model.py, launched when needed
+}
+KEYED = [name for name, spec in BACKENDS.items() if spec["key_var"]]
+THIS_MACHINE = {"localhost", "127.0.0.1", "::1"}  # reached directly, whatever proxy the environment names
+TIMEOUT = 60  # seconds to wait for the server at each step (connecting, each piece of the reply)
+RETRIES = 2  # tries after the first: the openai package's for what it sees, chat()'s for broken replies
+MAX_REPLY_CHARS = 1_000_000  # characters of a reply kept; a longer one is cut and counts as unfinished
+MAX_REPLY_CALLS = 100  # tool calls of a reply kept; checking 5,000 would outlast any deadline
+FINISHED = {"stop": "stop", "tool_calls": "tool_calls", "length": "length", "content_filter": "content_filter",
+            "function_call": "tool_calls", "eos_token": "stop", "eos": "stop", "end_turn": "stop",
+            "stop_sequence": "stop", "max_tokens": "length"}  # other servers' finish reasons; any other: length
+PACKAGE_LOG = logging.getLogger("openai._base_client")  # where the openai package says it retries
+PACKAGE_LOG.setLevel(logging.INFO)  # its retries are INFO records: retried() must see them (nothing is printed)
+
+
+class BackendError(Exception):
+    """A problem with the model server, already worded for the person at the keyboard."""
+
+
+class BrokenReply(Exception):
+    """A 200 that is no chat completion."""
+
+
+def sdk():
+    """The openai package, imported on first use (half a second), not for `--help` or a usage error."""
+    import openai
+
+    return openai
+
+
+def setting(name):
+    """An environment variable, with "" counted as unset (.env.example leaves them empty)."""
+    return os.environ.get(name) or None
+
+
+def launch_offline_model():
+    """Start demo_model.py (found in this folder or a parent) on 127.0.0.1 and return its base URL."""
+    for folder in (HERE, *HERE.parents):
+        if (folder / "demo_model.py").is_file():
+            sys.path.insert(0, str(folder))
+            break
+    try:
+        import demo_model
+    except ImportError:
+        raise BackendError(f"No API key is set and demo_model.py was not found beside {HERE} or above it. "
+                           f"Set GROQ_API_KEY in {ENV_FILE}, or run from the course repository.") from None
+    return demo_model.start().url
+
+
+def checked_url(url):
+    """BASE_URL as given (spaces around it dropped), or None when unset; a BackendError when it is no http(s) URL."""
+    url = (url or "").strip() or None
+    if url and (urlparse(url).scheme not in ("http", "https") or not urlparse(url).netloc):
+        raise BackendError(f"BASE_URL={url!r} is not a URL I can send requests to: it needs to start with "
+                           "http:// or https://, for example http://localhost:1234/v1.")
+    return url
+
+
+def choose(name=None, model=None, base_url=None):
+    """Decide which server, key and model to use; the arguments win over the environment."""
+    base_url = checked_url(base_url or setting("BASE_URL"))
+    name = name or setting("BACKEND")
+    if not name:
+        name = next((n for n in KEYED if setting(BACKENDS[n]["key_var"])), "demo")
+        if name == "demo":
+            looked = " and ".join(BACKENDS[n]["key_var"] for n in KEYED)
+            target = (f"the server at {base_url} (your BASE_URL), with no key" if base_url else
+                      "the offline demo model, which only understands simple file tasks")
+            print(f"note: no API key found (looked for {looked} in {ENV_FILE} and the environment), so this runs "
+                  f"on {target}.", file=sys.stderr)
+    if name not in BACKENDS:
+        raise BackendError(f"BACKEND={name!r} is not a backend I know. Use one of: {', '.join(BACKENDS)} "
+                           "(or leave BACKEND unset to pick by the key you have).")
+    spec = BACKENDS[name]
+    key_var = spec["key_var"]
+    api_key = (setting(key_var) if key_var else None) or setting("API_KEY")
+    if key_var and not api_key:
+        raise BackendError(f"The {name} backend needs an API key, but {key_var} is not set in {ENV_FILE} or the "
+                           f"environment. Put {key_var}=... in .env (README.md tells where to get one), "
+                           "or unset BACKEND to fall back on the offline demo model.")
+    return {
+        "name": name,
+        "base_url": base_url or spec["base_url"] or launch_offline_model(),
+        "api_key": api_key or "none",  # servers without keys still want some string
+        "model": model or setting("MODEL") or spec["model"],
+        "url_given": bool(base_url),
+    }
+
+
+def server_label(backend):
+    """How to name the server in a message: whose it is and where."""
+    url, name = backend["base_url"], backend["name"]
+    if backend.get("url_given"):
+        return f"the server at {url} (your BASE_URL)"
+    if name == "demo":
+        return f"the offline demo model at {url}"
+    return f"the {name} server at {url}"
+
+
+def provider_words(error):
+    """The provider's own error message from an APIStatusError."""
+    body = error.body
+    words = str(body or error.message)
+    if isinstance(body, dict):
+        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        words = str(inner.get("message") or words)
+        if inner.get("failed_generation"):  # Groq: the tool call the model tried to make
+            words = f"{words.rstrip('.')}. The model wrote: {inner['failed_generation']}"
+    return words if words.rstrip().endswith((".", "!", "?")) else words.rstrip() + "."
+
+
+def proxy_in_the_way(url):
+    """The proxy the environment routes url through (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY), or None."""
+    host, scheme = urlparse(url).hostname, urlparse(url).scheme
+    if host in THIS_MACHINE or urllib.request.proxy_bypass(host):
+        return None
+    found = urllib.request.getproxies()
+    return found.get(scheme) or found.get("all")
+
+
+def cause(error):
+    """Why a connection failed, in a few words, from the exceptions under the package's."""
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, ConnectionRefusedError):
+            return "Connection refused"
+        if isinstance(error, socket.gaierror):
+            return "name not found (DNS)"
+        if isinstance(error, (TimeoutError, socket.timeout)) or "timeout" in type(error).__name__.lower():
+            return "timed out"
+        if isinstance(error, OSError) and error.errno in (101, 113):  # ENETUNREACH, EHOSTUNREACH
+            return "no network"
+        response = getattr(error, "response", None)
+        if response is not None and getattr(response, "status_code", None):
+            return f"the server answered {response.status_code}"
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return "the connection failed"
+
+
+def explain_failure(error, backend):
+    """One paragraph: which server (or proxy), what went wrong, what to change."""
+    where = server_label(backend)
+    proxy = proxy_in_the_way(backend["base_url"])
+    if isinstance(error, BrokenReply):
+        return (f"{where} sent a broken reply {RETRIES + 1} times, asked again each time: {error}. "
+                "Check BASE_URL, or try again later.")
+    if proxy and not isinstance(getattr(error, "body", None), dict):  # providers answer in JSON, proxies do not
+        return (f"The proxy {proxy} from your environment did not pass the request on to {where} ({cause(error)}). "
+                "Fix the proxy, or unset HTTPS_PROXY, HTTP_PROXY and ALL_PROXY.")
+    if isinstance(error, sdk().APITimeoutError):  # an APIConnectionError too: asked first
+        return (f"{where} did not answer within TIMEOUT = {TIMEOUT} s, {RETRIES + 1} times: timed out. "
+                "The server is too slow or overloaded; try again later, or a smaller request.")
+    if isinstance(error, sdk().APIConnectionError):
+        fix = ("Check BASE_URL (or unset it), and that your server is running there." if backend.get("url_given")
+               else "Check your network, or for Ollama start `ollama serve`.")
+        return f"Could not reach {where}: {cause(error)}. {fix}"
+    if isinstance(error, sdk().APIStatusError):
+        status, said = error.status_code, provider_words(error)
+        key_var = BACKENDS.get(backend["name"], {}).get("key_var") or "API_KEY"
+        wait = error.response.headers.get("retry-after")
+        hints = {401: f"Check {key_var}: copy the key again, without quotes or spaces.",
+                 403: f"The key in {key_var} is not allowed to do this; check your account.",
+                 404: f"Check MODEL (now {backend['model']!r}) against the server's /models list, and BASE_URL.",
+                 429: (f"It asked for a wait of {wait} s, longer than the openai package waits (two minutes); "
+                       "try again after it." if wait else "You are sending too much; wait a little and try again.")}
+        fix = hints.get(status, "The server refused this request; the request itself needs fixing."
+                        if status < 500 else "The server had trouble; try again later.")
+        return f"{where} answered {status}: {said} {fix}"
+    return f"{where} sent something that is not a chat completion ({error}). Check BASE_URL."
+
+
+@functools.lru_cache(maxsize=8)  # making one costs 25 ms (its TLS setup), more than a step with a fast server
+def client(base_url, api_key):
+    """An OpenAI client for any compatible server, made once and kept; the package retries what may pass, RETRIES
+    times. A proxy from the environment is for the outside world: a server on this machine is reached directly."""
+    try:
+        http = sdk().DefaultHttpxClient(trust_env=urlparse(base_url).hostname not in THIS_MACHINE)
+    except ImportError as missing:  # ALL_PROXY=socks5://... without the socksio package
+        raise BackendError(f"The proxy in your environment needs a package that is not installed: {missing}") from None
+    return sdk().OpenAI(base_url=base_url, api_key=api_key, timeout=TIMEOUT, http_client=http, max_retries=RETRIES)
+
+
+def complete(prompt, backend=None):
+    """Send one prompt and return the reply's text."""
+    backend = backend or choose()
+    try:
+        response = client(backend["base_url"], backend["api_key"]).chat.completions.create(
+            model=backend["model"], messages=[{"role": "user", "content": prompt}])
+    except sdk().APIError as error:
+        raise BackendError(explain_failure(error, backend)) from None
+    return response.choices[0].message.content
+
+
+def retried(on_note, heard, record):
+    """A logging filter for the package's log: its first `Retrying request` becomes one on_note, naming why (the
+    exception it is handling) and the tries; the rest say nothing."""
+    if not record.getMessage().startswith("Retrying request"):
+        return True
+    if not heard:
+        heard.append(record)
+        on_note(f"{cause(sys.exc_info()[1])}; the openai package makes {RETRIES + 1} tries in all: "
+                f"{record.getMessage()}")
+    return False
+
+
+def text_of(content):
+    """A message's content as text: a list of parts (some servers send one) joined."""
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content)
+    return content
+
+
+def checked(data):
+    """A ChatCompletion from the JSON a server sent, mended where servers differ, else a BrokenReply."""
+    choices = data.get("choices") if isinstance(data, dict) else None
+    choices = [choice for choice in choices if isinstance(choice, dict)] if isinstance(choices, list) else []
+    if not choices:
+        raise BrokenReply(f"not a chat completion: {json.dumps(data)[:200]}")
+    choice = min(choices, key=lambda one: one.get("index") if isinstance(one.get("index"), int) else 1 << 30)
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise BrokenReply(f"not a chat completion: its message is {json.dumps(message)[:100]}")
+    finish = FINISHED.get(choice.get("finish_reason"), "length")
+    message = {**message, "content": text_of(message.get("content"))}
+    if isinstance(message["content"], str) and len(message["content"]) > MAX_REPLY_CHARS:
+        message["content"], finish = message["content"][:MAX_REPLY_CHARS], "length"
+    calls = message.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise BrokenReply("not a chat completion: its tool_calls are no list")
+    if len(calls) > MAX_REPLY_CALLS:
+        calls, finish = calls[:MAX_REPLY_CALLS], "length"
+    mended = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or call.get("type", "function") != "function":
+            raise BrokenReply("not a chat completion: a tool call that is no function call")
+        arguments = function.get("arguments")
+        mended.append({**call, "id": "" if call.get("id") is None else str(call["id"]), "type": "function",
+                       "function": {**function, "arguments": arguments if isinstance(arguments, str)
+                                    else json.dumps(arguments)}})
+    message["tool_calls"] = mended or None
+    if finish == "tool_calls" and not mended:
+        raise BrokenReply("the reply announced tool calls and carries none")
+    usage = data.get("usage")
+    counts = isinstance(usage, dict) and all(isinstance(usage.get(name), int) for name in (
+        "prompt_tokens", "completion_tokens", "total_tokens"))
+    reply = {"id": str(data.get("id") or "reply"), "object": "chat.completion", "created": 0,
+             "model": str(data.get("model") or ""), "choices": [{"index": 0, "message": message, "finish_reason":
+                                                                  finish}], **({"usage": usage} if counts else {})}
+    try:
+        return sdk().types.chat.ChatCompletion.model_validate(reply)
+    except pydantic.ValidationError as error:
+        raise BrokenReply(f"not a chat completion: {str(error).splitlines()[0]}") from None
+
+
+def lines(response):
+    """The lines of a streamed response; a connection that breaks or stalls is a BrokenReply."""
+    import httpx  # the openai package's own HTTP library: loaded with it
+
+    try:
+        yield from response.iter_lines()
+    except httpx.HTTPError as error:
+        raise BrokenReply(f"the stream broke off ({cause(error)})") from None
+
+
+def whole(calls):
+    """True when the last call's arguments are already whole JSON: a piece naming a tool then starts a new one."""
+    try:
+        return bool(calls) and isinstance(json.loads(calls[-1]["function"]["arguments"]), dict)
+    except ValueError:
+        return False
+
+
+def add_piece(calls, piece):
+    """Put a piece of a call where it belongs: the call with its id, else with its index, else the last one,
+    unless it names a tool once the last call is whole; else it starts a new call."""
+    if not isinstance(piece, dict):
+        raise BrokenReply(f"no chunk: a piece of a call that is no object: {json.dumps(piece)[:100]}")
+    function = piece.get("function") if isinstance(piece.get("function"), dict) else {}
+    name, arguments = function.get("name") or "", function.get("arguments") or ""
+    arguments = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    id, index = piece.get("id"), piece.get("index")
+    if id:
+        call = next((call for call in calls if call["id"] == id), None)
+    elif index is not None and any(call["index"] == index for call in calls):
+        call = next(call for call in calls if call["index"] == index)
+    else:
+        call = calls[-1] if calls and index is None else None
+    if call is not None and name and whole([call]) and not id:
+        call = None  # a tool named after whole arguments: a new call
+    if call is None:
+        call = {"id": str(id or ""), "index": index, "type": "function", "function": {"name": "", "arguments": ""}}
+        calls.append(call)
+    if name and name != call["function"]["name"]:  # a name sent again in every piece counts once
+        call["function"]["name"] += name
+    call["function"]["arguments"] += arguments
+
+
+def streamed(api, request, on_text):
+    """One streamed try: each piece of text to on_text as it comes, the calls put together by add_piece(); the
+    whole reply then goes through checked() like any other. A stream with no finish_reason is a BrokenReply."""
+    stream = api.post("/chat/completions", body={**request, "stream": True, "stream_options": {"include_usage": True}},
+                      cast_to=object, stream=True, stream_cls=sdk().Stream[object])
+    response = stream.response
+    content, calls, finish, usage, said, size, first = [], [], None, None, 0, 0, {}
+    try:
+        if "json" in response.headers.get("content-type", ""):  # an error sent as JSON, not as a stream
+            response.read()
+            raise BrokenReply(error_words(response.json()))
+        for line in lines(response):
+            data = line.lstrip("\ufeff").removeprefix("data:").strip()  # a byte order mark may come first
+            if data == line.strip() or data == "[DONE]":
+                continue  # a comment, an id, an event name: no data
+            try:
+                chunk = json.loads(data)
+            except ValueError:
+                raise BrokenReply(f"no chunk: {data[:100]}") from None
+            if not isinstance(chunk, dict):
+                raise BrokenReply(f"no chunk: {data[:100]}")
+            if chunk.get("error"):
+                raise BrokenReply(error_words(chunk))
+            first = first or chunk
+            usage = chunk.get("usage") or usage
+            choices = chunk.get("choices") or []
+            if not isinstance(choices, list):
+                raise BrokenReply(f"no chunk: its choices are no list: {data[:100]}")
+            choice = next((one for one in choices if isinstance(one, dict) and one.get("index") in (0, None)), None)
+            if choice is None:
+                continue  # usage alone, or another choice than the first
+            delta = choice.get("delta") or {}
+            text = text_of(delta.get("content")) or ""
+            pieces = delta.get("tool_calls") or []
+            if not isinstance(text, str) or not isinstance(pieces, list):
+                raise BrokenReply(f"no chunk: its content or tool_calls are of the wrong kind: {data[:100]}")
+            text = text[:MAX_REPLY_CHARS - size]
+            if text:
+                on_text(text)
+                content.append(text)
+            for piece in pieces:
+                add_piece(calls, piece)
+            said += len(text)
+            size = said + sum(len(call["function"]["arguments"]) for call in calls)
+            finish = choice.get("finish_reason") or finish
+            if size >= MAX_REPLY_CHARS or len(calls) > MAX_REPLY_CALLS:
+                finish = "length"  # cut there: an endless stream is read no further
+                break
+    except BrokenReply:
+        if finish is None:
+            raise
+    finally:
+        response.close()
+    if finish is None:
+        raise BrokenReply("the stream ended before the model finished")
+    message = {"role": "assistant", "content": "".join(content) or None,
+               "tool_calls": [{key: value for key, value in call.items() if key != "index"}
+                              for call in calls[:MAX_REPLY_CALLS]] or None}
+    return checked({"id": first.get("id"), "model": first.get("model"), "usage": usage,
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}]})
+
+
+def error_words(data):
+    """The words of an error a server sent as JSON."""
+    error = data.get("error") if isinstance(data, dict) else None
+    said = error.get("message") if isinstance(error, dict) else error
+    return f"the server sent an error: {said or json.dumps(data)[:200]}"
+
+
+def send(api, request, on_note, on_text=None):
+    """One try: POST the request, take the JSON itself (or the stream, with on_text), check it. The package's own
+    retries reach on_note once."""
+    heard = functools.partial(retried, on_note, [])  # the package logs its retries: on_note hears of the first
+    PACKAGE_LOG.addFilter(heard)
+    try:
+        if on_text:
+            return streamed(api, request, on_text)
+        try:  # the JSON itself (cast_to=object), so that checked() sees what the server really sent
+            data = api.post("/chat/completions", body=request, cast_to=object)
+        except (ValueError, RecursionError) as error:  # a body that is no JSON, or JSON nested too deep
+            raise BrokenReply(f"not a chat completion: a body that is no JSON ({type(error).__name__})") from None
+        return checked(data)
+    finally:
+        PACKAGE_LOG.removeFilter(heard)
+
+
+def chat(messages, tools=None, backend=None, on_note=None, on_text=None, options=None):
+    """Send the conversation and the tools the model may call; return the whole response (the reply itself is
+    response.choices[0].message). A broken reply and Groq's tool_use_failed are asked again, RETRIES times;
+    on_note(text) hears of each retry. With on_text, the reply is streamed: on_text(piece) hears its text.
+    options (tool_choice, parallel_tool_calls, ...) go into the request; they never replace its model or messages."""
+    backend = backend or choose()
+    on_note = on_note or (lambda text: None)
+    options = {key: value for key, value in (options or {}).items() if key not in ("stream", "stream_options")}
+    try:
+        json.dumps(options, allow_nan=False)  # NaN is Python's, not JSON's: no server takes it
+    except (TypeError, ValueError) as error:
+        raise BackendError(f"the options cannot be sent as JSON: {error}") from None
+    request = {**options, "model": backend["model"], "messages": messages, **({"tools": tools} if tools else {})}
+    api = client(backend["base_url"], backend["api_key"])
+    shown = []  # the text of this try that went to on_text
+
+    def show(piece):
+        shown.append(piece)
+        on_text(piece)
+
+    for attempt in range(RETRIES + 1):
+        if shown:  # the text on screen came from a reply that did not count
+            on_text("\n[the reply starts again]\n")
+            shown.clear()
+        try:
+            return send(api, request, on_note, show if on_text else None)
+        except (sdk().APIError, BrokenReply) as error:
+            body = getattr(error, "body", None)
+            tool_use_failed = isinstance(body, dict) and body.get("code") == "tool_use_failed"
+            if attempt == RETRIES or not (tool_use_failed or isinstance(error, BrokenReply)):
+                raise BackendError(explain_failure(error, backend)) from None
+            said = error if isinstance(error, BrokenReply) else (  # Groq's words, and the call the model wrote
+                f"{server_label(backend)}: {body.get('message')} (the model wrote: {body.get('failed_generation')!r})")
+            on_note(f"{said}; asking again ({attempt + 1} of {RETRIES})")
+
+
+def main(argv):
+    prompt = " ".join(argv) or "Say hello in one sentence."
+    try:
+        print(complete(prompt))
+    except BackendError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
