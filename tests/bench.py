@@ -253,23 +253,26 @@ MEASURE = {
 
 
 def timed_rows(figure, median, shell):
-    """The rows of a timed figure: (name, measured, target, ok)."""
-    return {
-        1: [("1. per-step cost, 200 steps", f"{median['whole']:.2f} x the raw HTTP loop", "<= 1.5",
-             median["whole"] <= 1.5),
-            ("   last 20 steps / first 20", f"{median['growth']:.2f} x (the raw loop's: {median['raw_growth']:.2f} x)",
-             "<= 1.25 x the raw loop's", median["growth"] <= 1.25 * median["raw_growth"]),
-            ("   harness's own CPU, the same", f"{median['own_growth']:.2f} x (its CPU time beyond the raw loop's)",
-             "<= 2", median["own_growth"] <= 2)],
-        2: [("2. 4 parallel calls of 0.5 s", f"{median['parallel']:.2f} x a turn of one such call", "<= 1.25",
-             median["parallel"] <= 1.25)],
-        3: [("3. harness.py --help", f"{median['cold']:.2f} x import openai", "<= 0.25", median["cold"] <= 0.25)],
-        4: [("4. output flood (`yes`)", f"{median['flood_mb']:.0f} MB peak, {median['flood_ratio']:.2f} x a quiet "
-                                        f"run, result in {median['flood_s']:.2f} s", "< 100 MB, timeout + 1 s",
-             median["flood_mb"] < 100 and median["flood_s"] <= shell.TIMEOUT + 1)],
-        5: [("5. context after 20 big reads", f"{median['context']:.2f} x (20 x MAX_CHARS + overhead)", "<= 1",
-             median["context"] <= 1)],
-    }[figure]
+    """The rows of one timed figure: (name, measured, target, ok), from median, which holds the figures measured."""
+    if figure == 1:
+        return [("1. per-step cost, 200 steps", f"{median['whole']:.2f} x the raw HTTP loop", "<= 1.5",
+                 median["whole"] <= 1.5),
+                ("   last 20 steps / first 20",
+                 f"{median['growth']:.2f} x (the raw loop's: {median['raw_growth']:.2f} x)",
+                 "<= 1.25 x the raw loop's", median["growth"] <= 1.25 * median["raw_growth"]),
+                ("   harness's own CPU, the same", f"{median['own_growth']:.2f} x (its CPU time beyond the raw loop's)",
+                 "<= 2", median["own_growth"] <= 2)]
+    if figure == 2:
+        return [("2. 4 parallel calls of 0.5 s", f"{median['parallel']:.2f} x a turn of one such call", "<= 1.25",
+                 median["parallel"] <= 1.25)]
+    if figure == 3:
+        return [("3. harness.py --help", f"{median['cold']:.2f} x import openai", "<= 0.25", median["cold"] <= 0.25)]
+    if figure == 4:
+        return [("4. output flood (`yes`)", f"{median['flood_mb']:.0f} MB peak, {median['flood_ratio']:.2f} x a "
+                 f"quiet run, result in {median['flood_s']:.2f} s", "< 100 MB, timeout + 1 s",
+                 median["flood_mb"] < 100 and median["flood_s"] <= shell.TIMEOUT + 1)]
+    return [("5. context after 20 big reads", f"{median['context']:.2f} x (20 x MAX_CHARS + overhead)", "<= 1",
+             median["context"] <= 1)]
 
 
 def context_rows(budget, naive, budgeted):
