@@ -26,6 +26,7 @@ VARIABLES = ("HOME", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "TMPDIR
 # A group of its own, so one signal reaches everything it starts (on Windows, taskkill /T ends the tree).
 NEW_GROUP = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {"start_new_session": True}
 RUNNING = set()  # the commands running now, so that whatever ends a run can end them too
+LISTING = threading.Lock()  # held while a command starts and joins RUNNING, and while reap() looks: never half-way
 # What the sandbox shows of the system, read-only: programs, their libraries, Python, the public certificates.
 # Nothing of your home, /etc/shadow or /etc/ssl/private. NETWORK: what a program that may reach the network needs.
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc/alternatives", "/etc/ld.so.cache",
@@ -43,9 +44,11 @@ def run(argv, policy, write=False, deadline=None):
     boxed = sandboxed(argv, policy, write and policy.write) if policy.sandbox else argv
     if not policy.sandbox:
         adopt()
-    process = subprocess.Popen(boxed, cwd=policy.workspace, env=environment(guards.search_path(policy.workspace)),
-                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **NEW_GROUP)
-    RUNNING.add(process)
+    with LISTING:  # else a reap() beside it could take it, just started, for an orphan
+        process = subprocess.Popen(boxed, cwd=policy.workspace, env=environment(guards.search_path(policy.workspace)),
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   **NEW_GROUP)
+        RUNNING.add(process)
     since, kept, printed = started(process.pid), bytearray(), 0
 
     def read_output():  # reads while the command runs, keeping only what fits
@@ -128,15 +131,16 @@ def reap(since):
     clock ticks, that is no command of its own: what left the command's group (setsid, nohup, a double fork)."""
     if since is None or not os.path.isdir("/proc"):  # not Linux: a process group is all there is
         return
-    ours = {process.pid for process in RUNNING}
-    while orphans := [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
-                      if parent(pid) == os.getpid() and (started(pid) or 0) >= since and pid not in ours]:
-        for pid in orphans:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except OSError:  # gone already
-                pass
+    with LISTING:
+        ours = {process.pid for process in RUNNING}
+        while orphans := [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
+                          if parent(pid) == os.getpid() and (started(pid) or 0) >= since and pid not in ours]:
+            for pid in orphans:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                except OSError:  # gone already
+                    pass
 
 
 def parent(pid):

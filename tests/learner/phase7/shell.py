@@ -25,6 +25,7 @@ NEW_GROUP = ({"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name =
              else {"start_new_session": True})  # a process group of its own, so stop() can end all of it
 SUBREAPER = 36  # Linux's PR_SET_CHILD_SUBREAPER: orphans of a command come back to the harness, not to init
 RUNNING = set()  # the commands running now
+LISTING = threading.Lock()  # a command starts and joins RUNNING while reap() cannot look
 
 
 def shell_argv(command):
@@ -116,19 +117,20 @@ def started(pid):
 
 def reap(since):
     """End every process that came back to the harness and started at or after `since`."""
-    running = {process.pid for process in RUNNING}
-    while True:
-        left = [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()
-                and int(entry.name) not in running and parent(entry.name) == os.getpid()
-                and (started(entry.name) or 0) >= since]
-        if not left:
-            return
-        for pid in left:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            except (ProcessLookupError, ChildProcessError):
-                pass
+    with LISTING:
+        running = {process.pid for process in RUNNING}
+        while True:
+            left = [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()
+                    and int(entry.name) not in running and parent(entry.name) == os.getpid()
+                    and (started(entry.name) or 0) >= since]
+            if not left:
+                return
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                except (ProcessLookupError, ChildProcessError):
+                    pass
 
 
 def stop(process):
@@ -149,13 +151,14 @@ def run(argv, policy, write=False, deadline=None):
         argv = sandboxed(argv, policy, write)
     elif sys.platform == "linux":
         adopt()
-    try:
-        process = subprocess.Popen(argv, cwd=policy.workspace, env=environment(policy.workspace),
-                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   **NEW_GROUP)
-    except OSError as error:
-        return f"error: the command could not start: {error}"
-    RUNNING.add(process)
+    with LISTING:
+        try:
+            process = subprocess.Popen(argv, cwd=policy.workspace, env=environment(policy.workspace),
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       **NEW_GROUP)
+        except OSError as error:
+            return f"error: the command could not start: {error}"
+        RUNNING.add(process)
     since = started(process.pid) if sys.platform == "linux" else None
     kept, reason = bytearray(), None
 
