@@ -611,8 +611,10 @@ def tell(text, end="\n"):
     """Print to standard error, if it can be written: notes and questions are not worth ending a run for."""
     try:
         print(text, end=end, file=sys.stderr, flush=True)
-    except (OSError, AttributeError):
+    except AttributeError:  # the run began with standard error closed
         pass
+    except OSError:  # from now on it writes nowhere, as say() does: Python's own last flush would fail, exit 120
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stderr.fileno())
 
 
 def note(text):

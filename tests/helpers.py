@@ -203,6 +203,7 @@ def warm_child(cwd, args, env, paths):
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
+    sys.dont_write_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))  # as python reads it when it starts
     *paths, exit_path = paths
     for fd, path, mode in zip((0, 1, 2), paths, (os.O_RDONLY, os.O_WRONLY, os.O_WRONLY)):
         os.dup2(os.open(path, mode), fd)

@@ -186,8 +186,10 @@ def tell(text, end="\n"):
     try:
         if sys.stderr is not None:
             print(text, end=end, file=sys.stderr, flush=True)
-    except (OSError, ValueError):
+    except ValueError:
         pass
+    except OSError:  # write nowhere from now on, or Python's last flush fails too (exit 120)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stderr.fileno())
 
 
 def stream_text(deadline, piece):
