@@ -285,11 +285,9 @@ def checked(data):
 
 def lines(response):
     """The lines of a streamed response; a connection that breaks or stalls is a BrokenReply."""
-    import httpx  # the openai package's own HTTP library: loaded with it
-
     try:
         yield from response.iter_lines()
-    except httpx.HTTPError as error:
+    except Exception as error:  # whatever the HTTP library raised: httpx (openai 2) or httpx2 (openai 3)
         raise BrokenReply(f"the stream broke off ({cause(error)})") from None
 
 

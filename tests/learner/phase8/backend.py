@@ -17,7 +17,6 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlparse
 
-import httpx
 import openai
 import pydantic
 from dotenv import load_dotenv
@@ -282,7 +281,7 @@ def lines(response):
     """The lines of a streamed response; a connection that breaks or stalls is a BrokenReply."""
     try:
         yield from response.iter_lines()
-    except httpx.HTTPError as error:
+    except Exception as error:  # whatever the HTTP library raised: httpx (openai 2) or httpx2 (openai 3)
         raise BrokenReply(f"the stream broke off ({cause(error)})") from None
 
 
