@@ -721,6 +721,23 @@ def test_a_second_implementation_written_from_the_lessons_passes(phase):
     assert result.returncode == 0, result.stdout[-3000:]
 
 
+def test_the_code_imports_only_the_standard_library_and_requirements_txt():
+    """The scripts, every checkpoint, the course's tools and the second implementation import only the standard
+    library, the course's own files and what requirements.txt installs. httpx, which openai 2 brings and openai 3
+    does not, once passed CI (its test-only packages bring it) and failed in the README's own venv."""
+    installed = {"openai", "pydantic", "dotenv", "pytest"}
+    own = {p.stem for p in ROOT.glob("*.py")}
+    folders = [ROOT, ROOT / "phases", *checkpoints(), *sorted(p for p in LEARNER.iterdir() if p.name[:5] == "phase")]
+    for path in (path for folder in folders for path in folder.glob("*.py")):
+        allowed = {*sys.stdlib_module_names, *installed, *own, *(p.stem for p in path.parent.glob("*.py"))}
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+            for name in names:
+                assert name.split(".")[0] in allowed, \
+                    f"{path.relative_to(ROOT)} imports {name}, which requirements.txt does not install"
+
+
 def learner_bugs():
     sys.path.insert(0, str(LEARNER))
     import bugs
