@@ -92,7 +92,7 @@ def steps(stamps, clock):
     return [b[clock] - a[clock] for a, b in zip(stamps[1:], stamps[2:])]
 
 
-def long_run(harness, workspace):
+def long_run(harness, tools, workspace):
     """1. The harness's loop and the raw loop over the same 200-step conversation, each timed from one
     request to the next (tools, parsing, the model's reply: the whole step). Also how the last 20 steps compare
     with the first 20: all of a step, and the CPU time the harness spends on it beyond the raw loop's."""
@@ -110,7 +110,7 @@ def long_run(harness, workspace):
         harness.chat = chat
         stop(server)
     assert result.status == "answered", (result.status, result.error)
-    first = {"model": "demo", "messages": result.messages[:2], "tools": harness.TOOLS}
+    first = {"model": "demo", "messages": result.messages[:2], "tools": tools.TOOLS}  # no MCP: the same tools
     server, url = serve(script, workspace)
     try:
         raw_loop(url, first, [m["content"] for m in result.messages if m["role"] == "tool"], raw)
@@ -243,7 +243,7 @@ def managed(harness, workspace):
 # Each timed figure: what one run of it measures, as (name, value) pairs; the median of the runs is shown.
 MEASURE = {
     1: lambda harness, tools, backend, workspace: [
-        *zip(("whole", "growth", "raw_growth", "own_growth"), long_run(harness, workspace)),
+        *zip(("whole", "growth", "raw_growth", "own_growth"), long_run(harness, tools, workspace)),
         *zip(("sdk_ms", "raw_ms"), client_cost(backend, workspace))],
     2: lambda harness, tools, backend, workspace: [("parallel", parallel(harness))],
     3: lambda harness, tools, backend, workspace: [("cold", cold_start())],

@@ -738,6 +738,17 @@ def test_the_code_imports_only_the_standard_library_and_requirements_txt():
                     f"{path.relative_to(ROOT)} imports {name}, which requirements.txt does not install"
 
 
+@pytest.mark.parametrize("folder", [c for c in checkpoints() if int(c.name[:2]) >= 9], ids=lambda c: c.name)
+def test_the_benchmark_measures_every_checkpoint_from_phase_9(folder):
+    """python tests/bench.py --code FOLDER prints every figure the code has (the sixth from phase 13) and ends 0:
+    nothing runs it in a check, and it once failed on phase 12, whose harness no longer imports TOOLS."""
+    done = subprocess.run([sys.executable, "tests/bench.py", "--runs", "1", "--code", str(folder)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env=clean_env())
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    figures = {line.split(".")[0] for line in done.stdout.splitlines() if line[:1].isdigit()}
+    assert figures == {"1", "2", "3", "4", "5", *(["6"] if int(folder.name[:2]) >= 13 else [])}, done.stdout
+
+
 def learner_bugs():
     sys.path.insert(0, str(LEARNER))
     import bugs
