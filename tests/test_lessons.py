@@ -20,6 +20,9 @@ def test_every_command_of_the_lesson_prints_what_it_shows(lesson):
         pool = ThreadPoolExecutor(max_workers=3)
         STARTED.update({path: pool.submit(run_lesson, path, path.parent) for path in LESSONS})
     problems = STARTED[lesson].result()
+    if any(not problem.startswith(UNSANDBOXED) for problem in problems):
+        # once more: a deadline's demo on a machine too busy to start Python within 8 s differs once, not twice
+        problems = run_lesson(lesson, lesson.parent)
     if problems and all(problem.startswith(UNSANDBOXED) for problem in problems):
         pytest.skip(f"{len(problems)} command(s) of the lesson show what bubblewrap does, and there is none here")
     assert problems == [], "\n\n".join(problems)
