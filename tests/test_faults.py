@@ -212,6 +212,18 @@ def test_a_base_url_requests_cannot_go_to_is_one_message(workspace, url):
 
 @pytest.mark.phase(0)
 @pytest.mark.files("backend.py")
+def test_code_copied_out_of_the_course_with_no_key_says_what_to_set(workspace):
+    """No key, and no demo_model.py beside backend.py or above it (the code copied out of the course): one message
+    naming the offline model and the key to set, exit 1, never a traceback, in every phase."""
+    (workspace / "demo_model.py").unlink()
+    main = "harness.py" if (workspace / "harness.py").exists() else "backend.py"
+    result = run_python(workspace, main, "Hi")
+    assert result.returncode == 1 and "demo_model.py" in result.stderr and "GROQ_API_KEY" in result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+
+
+@pytest.mark.phase(0)
+@pytest.mark.files("backend.py")
 def test_a_base_url_pasted_with_spaces_and_a_line_end_still_works(workspace, server):
     """BASE_URL as a copy and paste leaves it, with spaces and a line end around it, reaches the server."""
     server.push("Hi from the server.")

@@ -88,7 +88,11 @@ def start_demo():
     """Start the offline demo model on a free port of 127.0.0.1 (once) and return its URL."""
     here = Path(__file__).resolve().parent
     # demo_model.py lies beside this file, or in the repository root when this is a phase folder's copy
-    sys.path.append(str(next(folder for folder in (here, *here.parents) if (folder / "demo_model.py").exists())))
+    folder = next((folder for folder in (here, *here.parents) if (folder / "demo_model.py").exists()), None)
+    if folder is None:  # this file was copied out of the course
+        raise BackendError(f"No API key is set, and the offline model (demo_model.py) is neither beside {here} nor "
+                           f"above it. Set GROQ_API_KEY in {ENV_FILE}, or run from the course's folder.")
+    sys.path.append(str(folder))
     import demo_model  # the standard library only, so it costs nothing when unused
 
     return demo_model.start().url
