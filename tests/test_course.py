@@ -183,7 +183,6 @@ def test_the_readme_map_says_what_each_phase_asks():
         assert row in readme and said in readme.split(row)[1].split("\n")[0], f"README.md, phase {number}: {said}"
 
 
-
 def test_the_readme_quotes_backend_py_as_it_is():
     """The quick start's answer reads backend.py: the length and every line the README shows are the file's own."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -191,6 +190,7 @@ def test_the_readme_quotes_backend_py_as_it_is():
     shown = re.findall(r"^  line (\d+): (.*)$", readme, re.M)
     assert f"of backend.py, which has {len(lines)} lines." in readme
     assert shown and all(lines[int(number) - 1].strip() == text for number, text in shown), shown
+
 
 def definitions(folder):
     """{(file, name): its code, docstrings left out} for a checkpoint's functions, classes, their methods, and
