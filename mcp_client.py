@@ -29,6 +29,7 @@ TIMEOUT = 30  # seconds to wait for an answer when the caller's deadline is late
 GRACE = 1  # seconds a server has to exit once its stdin is closed, before it is killed
 MAX_LINE = 4_000_000  # bytes in one message from a server: a screenshot fits, an endless line does not
 MAX_WAITING = 100  # lines read ahead; a server that floods us waits, rather than fill our memory
+MAX_PAGES = 20  # pages of tools/list: a server that names a next page for ever must not keep the task from starting
 
 
 class McpError(Exception):
@@ -37,19 +38,21 @@ class McpError(Exception):
 
 
 class Server:
-    """One MCP server: a process, its pipes, and a thread that queues what it writes: no wait outlasts a deadline."""
+    """One MCP server: a process, its pipes, a thread that queues what it writes and one that writes what we send:
+    no wait outlasts a deadline, not even on a server that stops reading."""
 
     def __init__(self, name, argv, env, stderr):
         self.name, self.version, self.last_id, self.lock = name, None, 0, threading.Lock()
         self.info = {}  # what the server says of itself: {"name": "ticket-server", "version": "1.0"}
-        self.inbox = queue.Queue(MAX_WAITING)
+        self.inbox, self.outbox = queue.Queue(MAX_WAITING), queue.Queue()
         try:
             self.process = subprocess.Popen(argv, env=env, stderr=stderr, stdin=subprocess.PIPE,
                                             stdout=subprocess.PIPE, **shell.NEW_GROUP)
         except (OSError, ValueError) as error:  # no such program; a word with a NUL in it
             raise McpError(f"the MCP server {name!r} could not start ({' '.join(argv)}): {error}") from None
         threading.Thread(target=read_lines, args=(self.process, self.inbox), daemon=True).start()
-        self.close = weakref.finalize(self, stop, self.process)  # once: on close(), or when the harness exits
+        threading.Thread(target=write_lines, args=(self.process, self.outbox), daemon=True).start()
+        self.close = weakref.finalize(self, stop, self.process, self.outbox)  # once: on close(), or at exit
 
     def start(self, deadline=None):
         """Ask server/discover (MCP 2026-07-28); shake hands with an older server. Returns the server, version set."""
@@ -78,9 +81,10 @@ class Server:
         return self
 
     def tools(self, deadline=None):
-        """Every tool, page after page: [{"name", "description", "inputSchema"}], once (cache hints are not needed)."""
+        """Every tool, page after page (MAX_PAGES at most): [{"name", "description", "inputSchema"}], once (cache
+        hints are not needed)."""
         found, params = [], {}
-        while True:
+        for _ in range(MAX_PAGES):
             page = self.request("tools/list", params, deadline)
             try:  # {**schema} copies a JSON object, and raises TypeError for anything else
                 found += [{"name": tool["name"], "description": tool.get("description", ""),
@@ -91,6 +95,7 @@ class Server:
             if not page.get("nextCursor"):  # the last page names no next one
                 return found
             params = {"cursor": page["nextCursor"]}
+        raise McpError(f"the MCP server {self.name!r} named a next page of tools after {MAX_PAGES} pages")
 
     def call(self, tool, arguments, deadline=None):
         """Run one tool: (text, is_error). is_error: the tool failed; McpError: the server did."""
@@ -145,10 +150,8 @@ class Server:
         return message
 
     def send(self, message):
-        """Write one message, one line; a server gone is told by receive(). A pipe holds 64 KB, a request less."""
-        with contextlib.suppress(OSError):
-            self.process.stdin.write(json.dumps(message).encode() + b"\n")
-            self.process.stdin.flush()
+        """Hand one message, one line, to the thread that writes it (write_lines()): it never waits here."""
+        self.outbox.put(json.dumps(message).encode() + b"\n")
 
 
 def command_argv(command, path, windows=os.name == "nt", pathext=os.environ.get("PATHEXT", ".COM;.EXE;.BAT;.CMD")):
@@ -178,6 +181,19 @@ def read_lines(process, inbox):
     inbox.put(None)
 
 
+def write_lines(process, outbox):
+    """In a thread of its own: write each line of the outbox to the server; at None, close its stdin, the sign to
+    exit. A server that stops reading holds up this thread only; one that is gone ends it (receive() says so)."""
+    try:
+        for line in iter(outbox.get, None):
+            process.stdin.write(line)
+            process.stdin.flush()
+    except (OSError, ValueError):  # gone, or its stdin closed
+        pass
+    with contextlib.suppress(OSError, ValueError):
+        process.stdin.close()
+
+
 def part_text(part):
     """One content part as text: text as it is; an image, a sound, a link, a file as one line saying what and where.
     Example: {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"} -> "[image: image/png, 8 bytes]" """
@@ -192,11 +208,11 @@ def part_text(part):
     return f"[{part.get('type')}: {', '.join(str(word) for word in said if word)}]"
 
 
-def stop(process):
-    """End a server as the spec asks: close its stdin, give it GRACE seconds, then kill what is left of its group
-    (npx starts node, sh its program): shell.stop(), as for a command."""
-    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-        process.stdin.close()  # a polite server exits when its input ends
+def stop(process, outbox):
+    """End a server as the spec asks: its stdin closed (by write_lines(), once all is written), GRACE seconds to
+    exit, then what is left of its group killed (npx starts node, sh its program): shell.stop(), as for a command."""
+    outbox.put(None)
+    with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(GRACE)
     shell.stop(process)
 

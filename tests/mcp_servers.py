@@ -6,8 +6,9 @@ Run:  python tests/mcp_servers.py MODE      (reads JSON-RPC lines on stdin like 
 At the start: exit (exits with code 3), not-json (prints a banner on stdout), silent (never answers), deaf (never
 answers server/discover, but shakes hands), modern (answers every request with the error of a server that speaks
 only MCP 2099-01-01), version=V (answers initialize with protocol version V).
-For tools/list: pages (three pages, each naming the next with nextCursor), odd-schema (a tool whose schema has
-parts that are no schema), no-schema (a tool whose inputSchema is no object).
+For tools/list: pages (three pages, each naming the next with nextCursor), endless (every page names a next
+one, for ever), odd-schema (a tool whose schema has parts that are no schema), no-schema (a tool whose inputSchema
+is no object), deaf-after (lists its tool, then reads no more of its input).
 For tools/call: chatty (asks the client for sampling, roots and a ping, with notifications between, then answers
 with the client's replies), big (parts of every kind, then a long text), slow (never answers), stubborn
 (ignores stdin closing and SIGTERM, leaves a grandchild, answers with both pids), env (answers with its
@@ -55,7 +56,8 @@ def tools_page(request):
     page = int((request.get("params") or {}).get("cursor") or 0)  # the cursor is opaque to clients; here: a number
     tools = [{"name": f"tool_{page}_{n}", "description": f"tool {n} of page {page}",
               "inputSchema": {"type": "object"}} for n in range(2)]
-    send({"id": request["id"], "result": {"tools": tools, **({"nextCursor": str(page + 1)} if page < 2 else {})}})
+    last = page >= 2 and MODE != "endless"
+    send({"id": request["id"], "result": {"tools": tools, **({} if last else {"nextCursor": str(page + 1)})}})
 
 
 def chatty(request_id):
@@ -147,7 +149,7 @@ def main():
         elif request.get("method") == "initialize":
             handshake(request)
         elif request.get("method") == "tools/list":
-            tools_page(request) if MODE == "pages" else send({"id": request["id"], "result": {"tools": (
+            tools_page(request) if MODE in ("pages", "endless") else send({"id": request["id"], "result": {"tools": (
                 ODD if MODE == "odd-schema" else NOT_MCP if MODE == "no-schema" else [
                     POISONED if MODE == "poisoned" else
                     {"name": "work\x1b]0;owned\x07" if MODE == "escape" else "work", "description": "does the work",
@@ -156,6 +158,8 @@ def main():
             CALLS.get(MODE.split("=")[0], lambda request_id: text(request_id, "done"))(request["id"])
         elif "method" in request and "id" in request and MODE not in ("deaf", "silent"):  # server/discover...
             send({"id": request["id"], "error": {"code": -32601, "message": f"Method not found: {request['method']}"}})
+        if MODE == "deaf-after" and request.get("method") == "tools/list":
+            time.sleep(60)  # reads no more: what is sent to it stays in the pipe, which fills
     if MODE == "stubborn":
         time.sleep(60)  # stdin has closed, and it runs on all the same
 

@@ -97,6 +97,27 @@ def test_tools_come_from_every_page(start):
     assert names == ["tool_0_0", "tool_0_1", "tool_1_0", "tool_1_1", "tool_2_0", "tool_2_1"]
 
 
+def test_a_server_that_names_a_next_page_for_ever_fails_after_max_pages(start):
+    """A tools/list that always names a next page: McpError after MAX_PAGES pages, at once and in little memory,
+    never a task that does not start."""
+    server, started = start(fake("endless")), time.monotonic()
+    with pytest.raises(McpError, match=f"after {mcp_client.MAX_PAGES} pages"):
+        server.tools(time.monotonic() + 30)
+    assert time.monotonic() - started < 10
+
+
+def test_a_server_that_stops_reading_fails_a_call_at_its_deadline_and_closes(start):
+    """A server that reads no more of its input once it has listed its tools: a call with 1 MB of arguments (more
+    than a pipe holds) ends at its deadline with McpError, and close() ends the server: no wait is a write's."""
+    server = start(fake("deaf-after"))
+    assert server.tools()
+    started = time.monotonic()
+    with pytest.raises(McpError, match="in time"):
+        server.call("work", {"text": "x" * 1_000_000}, time.monotonic() + 2)
+    server.close()
+    assert time.monotonic() - started < 2 + mcp_client.GRACE + 5 and server.process.poll() is not None
+
+
 def test_a_server_that_answers_server_discover_with_method_not_found_gets_the_handshake_of_2025_11_25(start):
     server = start(fake("legacy"))
     assert server.version == "2025-11-25"
