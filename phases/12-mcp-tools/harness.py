@@ -149,7 +149,7 @@ class Settings:
 def ask_user(question, whole=False):
     """The default approval: ask on the terminal, the question fitted to it unless whole (an answer ? shows it
     whole); only y or yes is a yes. The question is safe to show already: guards.question() built it."""
-    size = shutil.get_terminal_size()
+    size = os.get_terminal_size(2) if os.isatty(2) else shutil.get_terminal_size()  # the terminal it is asked on
     tell(f"{question if whole else guards.fit(question, size.lines - 2, size.columns)}? [y/N] ", end="")
     answer = sys.stdin.readline() if sys.stdin else ""
     if not (sys.stdin and sys.stdin.isatty()):  # show what was piped in, as a terminal would have

@@ -229,7 +229,7 @@ def as_json_text(arguments):
 
 def ask_user(question):
     """Ask a person on standard error, the question fitted to the screen (? shows it whole); only y or yes is a yes."""
-    size = shutil.get_terminal_size()
+    size = os.get_terminal_size(2) if os.isatty(2) else shutil.get_terminal_size()  # the terminal it is asked on
     text = guards.fit(question, size.lines - 1, size.columns)
     while True:
         tell(f"{text}? [y/N] ", end="")

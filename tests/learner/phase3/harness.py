@@ -9,6 +9,7 @@ Exit codes: 0 answered, 1 backend error, 2 usage, 3 step limit.
 """
 import argparse
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -44,7 +45,7 @@ def as_json_text(arguments):
 
 def ask_user(question):
     """Ask a person on standard error, the question fitted to the screen (? shows it whole); only y or yes is a yes."""
-    size = shutil.get_terminal_size()
+    size = os.get_terminal_size(2) if os.isatty(2) else shutil.get_terminal_size()  # the terminal it is asked on
     text = guards.fit(question, size.lines - 1, size.columns)
     while True:
         print(f"{text}? [y/N] ", end="", file=sys.stderr, flush=True)
