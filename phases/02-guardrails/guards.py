@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 KINDS = ("command", "write", "mcp")  # the kinds of call a person may approve in advance (--yes)
-# Credential files, by the names the programs that write them use: dotenv and direnv (any name holding ".env",
-# as editors copy it: "#.env#", ".env copy", "prod.env"), ssh-keygen, openssl and Java keystores, curl, git's
-# credential store, npm, pip, Terraform; and the folders ssh, gpg, the AWS, Azure, gcloud, kubectl and docker
-# command lines keep keys in. .git is one too: a remote's URL may carry a token.
-SECRET_NAMES = ("*.env", "*.env[!a-z]*", ".envrc", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*.pem",
-                "*.key", "*.p12", "*.pfx", "*.jks", ".netrc", "_netrc", ".git-credentials", ".npmrc", ".pypirc",
-                "pip.conf", "*.tfvars", "*.tfstate")
+# Credential files, by the names the programs that write them use: dotenv and direnv, ssh-keygen, openssl and Java
+# keystores, curl, git's credential store, npm, pip, Terraform; and any copy of one, as editors and people make
+# them (the name, then anything that starts with no letter: ".env.local", "#.env#", ".env copy", "server.key.bak").
+# And the folders ssh, gpg, the AWS, Azure, gcloud, kubectl and docker command lines keep keys in. .git is one too:
+# a remote's URL may carry a token.
+SECRET_NAMES = ("*.env", ".envrc", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*.pem", "*.key", "*.p12",
+                "*.pfx", "*.jks", ".netrc", "_netrc", ".git-credentials", ".npmrc", ".pypirc", "pip.conf",
+                "*.tfvars", "*.tfstate")
 SECRET_FOLDERS = (".ssh", ".gnupg", ".aws", ".azure", "gcloud", ".kube", ".docker", ".git")
 NOT_SECRET = (".env.example", ".env.sample", ".env.template")  # templates, with empty values
 # Programs that only read, and the options each may take without asking; "=" marks an option that takes a
@@ -29,6 +30,8 @@ READ_ONLY = {"ls": "-a -A -l -h -1 -t -r -S -R -d -F", "cat": "-n -b -s -A -E -T
              "grep": "-n -i -v -c -l -L -w -x -o -h -H -F -E -e= -m= -A= -B= -C="}
 MAX_PATH = 4096  # characters: a longer path is refused before it is followed (Linux's own PATH_MAX)
 SHELL_SYNTAX = set(";&|<>`$(){}[]*?!~\\\n\r%^")  # what sh or cmd would read: plain commands run without a shell
+SYSTEM_PATH = (os.path.join(os.environ.get("SYSTEMROOT", r"C:\Windows"), "System32") if os.name == "nt" else
+               os.defpath)  # where the system keeps its own programs ("." and C:\bin are Windows' os.defpath)
 
 
 class ToolError(Exception):
@@ -53,8 +56,8 @@ def policy(workspace=".", yes=False):
 
 
 def is_secret(path):
-    """True when a path names a credential file or lies in a credential folder, in any case, and as Windows reads
-    names (".env." and ".env::$DATA" are .env there).
+    """True when a path names a credential file, or a copy of one (".env.local", "server.key.bak"), or lies in a
+    credential folder: in any case, and as Windows reads names (".env." and ".env::$DATA" are .env there).
 
     Example: is_secret("config/.env.local") -> True;  is_secret("home/.ssh/deploy") -> True;
              is_secret(".env.example") -> False;  is_secret("notes.txt") -> False
@@ -62,7 +65,8 @@ def is_secret(path):
     parts = [part.lower().split(":")[0].rstrip(". ") or part for part in Path(path).parts]
     if not parts or parts[-1] in NOT_SECRET:
         return False
-    return any(part in SECRET_FOLDERS for part in parts) or any(fnmatch.fnmatch(parts[-1], n) for n in SECRET_NAMES)
+    return any(part in SECRET_FOLDERS for part in parts) or any(
+        fnmatch.fnmatch(parts[-1], name) or fnmatch.fnmatch(parts[-1], name + "[!a-z]*") for name in SECRET_NAMES)
 
 
 def inside_workspace(policy, path):
@@ -134,10 +138,10 @@ def options_read(word, allowed, rest):
     return word[1:]
 
 
-def system_program(word, defpath=os.defpath, pathsep=os.pathsep, pathext=os.environ.get("PATHEXT", "")):
-    """A program's full path in the system's own folders (the absolute entries of defpath), never in the workspace
-    or the current folder ("." in Windows' defpath); None if there is none. On Windows PATHEXT's endings count.
-    Example: system_program("ls") -> "/bin/ls";  system_program("ls", ".;C:\\bin", ";", ".EXE") -> None"""
+def system_program(word, defpath=SYSTEM_PATH, pathsep=os.pathsep, pathext=os.environ.get("PATHEXT", "")):
+    """A program's full path in the system's own folders (the absolute entries of defpath: /bin and /usr/bin, or
+    Windows' System32), never in the workspace or the current folder; None if there is none. PATHEXT's endings
+    count. Example: system_program("ls") -> "/bin/ls";  system_program("ls", ".;C:\\bin", ";", ".EXE") -> None"""
     for folder in (folder for folder in defpath.split(pathsep) if os.path.isabs(folder)):
         for name in [word, *(word + end for end in pathext.split(pathsep) if end)]:
             if os.path.isfile(os.path.join(folder, name)) and os.access(os.path.join(folder, name), os.X_OK):

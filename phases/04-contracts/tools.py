@@ -6,9 +6,11 @@ check_call() holds a call's arguments to its tool's schema; plan() decides, once
 whether a person must approve it first; guards.py has the rules, shell.py runs commands.
 """
 import difflib
+import io
 import json
 import os
 from functools import partial
+from stat import S_ISREG
 
 import guards
 import shell
@@ -123,27 +125,29 @@ def decide_write(policy, args):
 
 def read_file(policy, path: str, offset: int = 1, limit: int = PAGE_LINES) -> str:
     """Return lines offset, offset+1, ... of a workspace file (the first line is 1): at most limit lines and
-    MAX_CHARS characters, and when more is left, a last line saying how to read on."""
+    MAX_CHARS characters, and when more is left, a last line saying how to read on. The file is opened once and
+    read as guards.opened() judged it, no further than its first guards.MAX_READ bytes: a file may be 20 GB."""
     if offset < 1 or limit < 1:
         raise BadCall('read_file: "offset" and "limit" start at 1')
-    full, text, number, last = guards.inside_workspace(policy, path), "", 0, offset - 1
-    if not full.is_file():  # a pipe would block the read for ever, and opening a device can do something
-        raise ToolError(f"{path} is not a regular file (a folder, a pipe or a device)")
-    with open(full, "rb") as file:  # line by line, and never more than MAX_READ bytes: a file may be 20 GB
-        while file.tell() < guards.MAX_READ and (line := file.readline(MAX_CHARS)):
-            number += 1
-            if len(line) == MAX_CHARS and not line.endswith(b"\n"):  # too long to show whole: its rest is skipped
-                line = line[:MAX_CHARS - 300] + b" [... the rest of this line cut]\n"
-                while file.tell() < guards.MAX_READ and (rest := file.readline(MAX_CHARS)) and not rest.endswith(b"\n"):
-                    pass
-            if number < offset:
-                continue
-            if number >= offset + limit or len(text) + len(line) > MAX_CHARS - 200:  # room for the note
-                break
-            text, last = text + line.decode("utf-8", errors="replace"), number
-        rest = file.read(max(guards.MAX_READ - file.tell(), 0))
-        total = number + rest.count(b"\n") + (not rest.endswith(b"\n") and rest != b"")
-        counted = "" if file.read(1) == b"" else " or more"
+    with guards.opened(policy, path) as fd:
+        if not isinstance(fd, int) or not S_ISREG(os.stat(fd).st_mode):
+            raise ToolError(f"{path} is a folder; list_dir lists it")
+        file, more = io.BytesIO(guards.read(fd)), os.stat(fd).st_size > guards.MAX_READ
+    text, number, last = "", 0, offset - 1
+    while line := file.readline(MAX_CHARS):
+        number += 1
+        if len(line) == MAX_CHARS and not line.endswith(b"\n"):  # too long to show whole: its rest is skipped
+            line = line[:MAX_CHARS - 300] + b" [... the rest of this line cut]\n"
+            while (rest := file.readline(MAX_CHARS)) and not rest.endswith(b"\n"):
+                pass
+        if number < offset:
+            continue
+        if number >= offset + limit or len(text) + len(line) > MAX_CHARS - 200:  # room for the note
+            break
+        text, last = text + line.decode("utf-8", errors="replace"), number
+    rest = file.read()
+    total = number + rest.count(b"\n") + (not rest.endswith(b"\n") and rest != b"")
+    counted = " or more" if more else ""
     if offset > max(total, 1):
         raise ToolError(f"offset {offset} is past the end: {path} has {total} lines" if not counted else
                         f"line {offset} is past the first {guards.MAX_READ} bytes, which is as far as read_file looks; "
@@ -154,8 +158,9 @@ def read_file(policy, path: str, offset: int = 1, limit: int = PAGE_LINES) -> st
 
 
 def list_dir(policy, path: str = ".") -> str:
-    """Return the names in a workspace directory, one per line; directories end with '/'."""
-    with os.scandir(guards.inside_workspace(policy, path)) as entries:
+    """Return the names in a workspace directory, one per line; directories end with '/' (a link does not: it
+    is listed, not followed)."""
+    with guards.opened(policy, path) as folder, os.scandir(folder) as entries:
         names = sorted(e.name + "/" if e.is_dir(follow_symlinks=False) else e.name for e in entries)
     listing = "\n".join(names) or "(empty directory)"  # a name in bytes that are no UTF-8 has lone surrogates,
     return truncate(listing.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))  # which JSON cannot carry
@@ -171,28 +176,33 @@ def run_shell(policy, command: str) -> str:
 
 
 def write_file(policy, path: str, content: str) -> str:
-    """Replace a workspace file's text with content (creating it if needed). The harness runs it only once a
-    person approved the diff that write_question() showed."""
-    full = guards.writable(policy, path)
-    full.write_bytes(content.encode("utf-8", errors="replace"))  # bytes: exactly what the diff showed
+    """Replace a workspace file's text with content, creating the file (not its folder). The harness runs it only
+    once a person approved the diff write_question() showed. The file is opened once, never through a link, and
+    judged as opened (guards.opened()); only then is its old text cut and the new one written, through it."""
+    with guards.opened(policy, path, os.O_RDWR | os.O_CREAT) as fd, open(fd, "wb", closefd=False) as file:
+        file.truncate()
+        file.write(content.encode("utf-8", errors="replace"))  # bytes: exactly what the diff showed
     return f"wrote {len(content)} characters to {path}"
 
 
 def write_question(policy, path, content):
     """What a person sees before a write: a summary line ("Write a.txt: +1 -1 lines"), the diff, and the summary
-    again right above the answer."""
-    full = guards.writable(policy, path)
-    name = str(full.relative_to(policy.workspace))
-    if full.is_file() and full.stat().st_size > guards.MAX_READ:
-        return guards.question(f"Write {name}: {full.stat().st_size} bytes replaced by {len(content)} characters, "
-                               "too big to diff")
-    old = full.read_bytes().decode("utf-8", errors="replace") if full.is_file() else ""
-    before, after = old.splitlines(keepends=True), content.splitlines(keepends=True)
+    again right above the answer. The file is opened as write_file() will open it, so what it may not change is
+    refused here, before anyone is asked; a file that is not there yet is new."""
+    name = os.path.normpath(path)
+    try:
+        with guards.opened(policy, path, os.O_RDWR) as fd:
+            size, old = os.stat(fd).st_size, guards.read(fd)
+    except FileNotFoundError:
+        size, old = None, b""
+    if size is not None and size > guards.MAX_READ:
+        return guards.question(f"Write {name}: {size} bytes replaced by {len(content)} characters, too big to diff")
+    before, after = old.decode("utf-8", errors="replace").splitlines(keepends=True), content.splitlines(keepends=True)
     if max(len(before), len(after)) > MAX_DIFF_LINES:
         return guards.question(f"Write {name}: {len(before)} lines replaced by {len(after)}, too many to show a diff")
     diff = [line.rstrip("\n") for line in difflib.unified_diff(before, after, f"a/{name}", f"b/{name}")]
     summary = (f"Write {name}: +{sum(line[0] == '+' for line in diff[2:])} -{sum(line[0] == '-' for line in diff[2:])}"
-               f" lines" + ("" if full.exists() else " (a new file)"))
+               f" lines" + ("" if size is not None else " (a new file)"))
     return guards.question(summary, *diff)
 
 

@@ -1,15 +1,19 @@
 """Run one command where it can do no harm: in the workspace, with a clean environment, a timeout, and its output
-capped while it is read. On Linux it runs inside bubblewrap, seeing only what the run's policy allows: no network,
-no home folder, the system read-only, the harness's own places and every .git read-only, no file that holds a
-secret, and every process it started gone when it ends.
+capped while it is read. It runs inside the system's sandbox (bubblewrap on Linux, Seatbelt on macOS), seeing only
+what the run's policy allows: no network, no home folder, the system read-only, the harness's own places and every
+.git read-only, no file that holds a secret, and (on Linux) every process it started gone when it ends.
 
 Run:  python shell.py sh -c 'sleep 99 & echo started'      (prints the result; the sleep does not survive)
 """
+import atexit
 import ctypes
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -22,7 +26,8 @@ KEEP = 4000  # bytes of output kept for the result
 # What a command gets of the harness's environment: what programs need for their language, terminal and temporary
 # files, and Windows for its own folders. API keys, DATABASE_URL, LD_PRELOAD and the rest stay here.
 VARIABLES = ("HOME", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "TMPDIR", "SYSTEMROOT", "WINDIR",
-             "COMSPEC", "PATHEXT", "TEMP", "TMP", "USERPROFILE")
+             "COMSPEC", "PATHEXT", "TEMP", "TMP", "USERPROFILE", "USERNAME", "APPDATA", "LOCALAPPDATA",
+             "PROGRAMDATA", "PROGRAMFILES", "SYSTEMDRIVE", "HOMEDRIVE", "HOMEPATH")
 # A group of its own, so one signal reaches everything it starts (on Windows, taskkill /T ends the tree).
 NEW_GROUP = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {"start_new_session": True}
 RUNNING = set()  # the commands running now, so that whatever ends a run can end them too
@@ -33,6 +38,27 @@ SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc/alternative
           "/etc/ssl/certs", "/etc/localtime", "/etc/passwd", "/etc/group", sys.base_prefix, sys.prefix)
 NETWORK = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/ssl", "/etc/ca-certificates")
 SUBREAPER = 36  # Linux's PR_SET_CHILD_SUBREAPER: what a command leaves behind becomes the harness's to end
+# macOS: Seatbelt's profile. Everything is denied but what is allowed here: running programs, signals and facts
+# within the sandbox, the machine's facts that programs read (not other processes': their environment holds keys),
+# user names, Python's semaphores, every file's name and size, /dev/null; and what seatbelt() fills in from the
+# policy: what may be read and written ({reads}, {writes}) and whether there is a network ({network}).
+PROFILE = """(version 1)
+(deny default)
+(allow process-exec process-fork)
+(allow signal process-info* (target same-sandbox))
+(allow sysctl-read (sysctl-name-prefix "hw.") (sysctl-name-prefix "machdep.cpu.") (sysctl-name "vm.loadavg")
+  (sysctl-name "kern.ostype") (sysctl-name "kern.osrelease") (sysctl-name "kern.osversion")
+  (sysctl-name "kern.osproductversion") (sysctl-name "kern.version") (sysctl-name "kern.hostname")
+  (sysctl-name "kern.argmax") (sysctl-name "kern.maxfilesperproc") (sysctl-name "sysctl.proc_cputype"))
+(allow mach-lookup (global-name "com.apple.system.opendirectoryd.libinfo"))
+(allow user-preference-read ipc-posix-sem ipc-posix-shm file-read-metadata)
+(allow file-read* file-write-data file-ioctl (literal "/dev/null"))
+(allow file-read* {reads})
+(allow file-write* {writes})
+{network}"""
+NETWORK_PROFILE = """(allow network*)
+(allow mach-lookup (global-name "com.apple.dnssd.service") (global-name "com.apple.trustd.agent"))"""
+HOMES = ("/Users", "/Volumes", "/private/var/folders", "/private/tmp")  # macOS: homes, disks and others' files
 
 
 def run(argv, policy, write=False, deadline=None):
@@ -42,6 +68,7 @@ def run(argv, policy, write=False, deadline=None):
     first, it is stopped, and the result says so."""
     timeout = min(TIMEOUT, deadline - time.monotonic()) if deadline else TIMEOUT
     boxed = sandboxed(argv, policy, write and policy.write) if policy.sandbox else argv
+    before = guards.repositories(policy.workspace) if policy.sandbox and write and policy.write else None
     if not policy.sandbox:
         adopt()
     with LISTING:  # else a reap() beside it could take it, just started, for an orphan
@@ -73,6 +100,8 @@ def run(argv, policy, write=False, deadline=None):
     reader.join(1)
     if printed > MAX_OUTPUT:
         status = f"error: stopped after printing {MAX_OUTPUT} bytes"
+    if before is not None and (made := guards.repositories(policy.workspace) - before):
+        status += f"; {remove(made, policy.workspace)}"
     cut = f"\n[... {printed - len(kept)} more bytes cut]" if printed > len(kept) else ""
     return f"{status}{killed}\n{kept.decode('utf-8', errors='replace')}{cut}"
 
@@ -88,6 +117,17 @@ def environment(path):
 
 
 def sandboxed(argv, policy, write, network=False):
+    """argv inside the policy's sandbox: bubblewrap() on Linux, Seatbelt on macOS (sandbox-exec, with the profile
+    seatbelt() builds, and a scratch folder of its own as HOME and TMPDIR, gone when the harness exits)."""
+    if Path(policy.sandbox).name != "sandbox-exec":
+        return bubblewrap(argv, policy, write, network)
+    scratch = os.path.realpath(tempfile.mkdtemp(prefix="sandbox-"))
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+    return [policy.sandbox, "-p", seatbelt(policy, write, network, scratch), "/usr/bin/env", f"HOME={scratch}",
+            f"TMPDIR={scratch}", *argv]
+
+
+def bubblewrap(argv, policy, write, network=False):
     """argv inside bubblewrap, which it finds where the policy says. New namespaces for everything, the network
     too unless asked for (so its own process numbers: when the command ends, the kernel ends every process it
     started, wherever it went); no capabilities; the system read-only; an empty /tmp; the workspace, writable
@@ -113,10 +153,62 @@ def sandboxed(argv, policy, write, network=False):
     return [*args, "--chdir", workspace, "--", *argv]
 
 
+def seatbelt(policy, write, network, scratch):
+    """The Seatbelt profile of a command (PROFILE, filled in from the policy). It reads what is not in anyone's
+    home (HOMES, yours, the harness's folder), or is in the workspace, Python's folders or its scratch folder, but
+    no file that holds a secret; it writes only its scratch folder, and the workspace when `write`, but no .git
+    (now or later), none of the harness's places in it, no folder on their way, no file that holds a secret.
+    Places kept out are matched in any case (anycase()), as macOS's disk matches names; paths are their real ones
+    (/tmp is /private/tmp to Seatbelt)."""
+    read_only, hidden = guards.sealed(policy)
+    own = [place for place in read_only if place.name.lower() != ".git"]  # .git: a rule for all of them, below
+    pinned = {folder for place in own for folder in place.parents if folder.is_relative_to(policy.workspace) and
+              folder != policy.workspace}
+    out = " ".join(f'(require-not (regex #"{anycase(place)}"))' for place in hidden)
+    homes = " ".join(f'(require-not (regex #"{anycase(place)}"))' for place in
+                     (*HOMES, Path.home().resolve(), guards.HOME))
+    inside = " ".join(f"(subpath {quoted(place)})" for place in
+                      (policy.workspace, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), scratch))
+    kept = " ".join([r'(require-not (regex #"/\.[Gg][Ii][Tt](/|$)"))', out,
+                     *(f'(require-not (regex #"{anycase(place)}"))' for place in own),
+                     *(f'(require-not (regex #"{anycase(folder, "$")}"))' for folder in pinned)])
+    writes = f"(require-all (subpath {quoted(policy.workspace)}) {kept}) " if write else ""
+    return PROFILE.format(reads=f"(require-all (require-any (require-all {homes}) {inside}) {out})",
+                          writes=f"{writes}(subpath {quoted(scratch)})", network=NETWORK_PROFILE if network else "")
+
+
+def anycase(path, end="(/|$)"):
+    """A Seatbelt regex for a path and what is under it, in any case. A character the regex or the profile would
+    read otherwise (a quote, a backslash) may stand for any: a place kept out is matched more, never less.
+    Example: anycase("/Users/a.b") -> "^/[Uu][Ss][Ee][Rr][Ss]/[Aa][.][Bb](/|$)" """
+    return "^" + "".join(f"[{c.upper()}{c.lower()}]" if c.isascii() and c.isalpha() else
+                         c if c.isalnum() or c in "/_-" else "." if c in '"\\^]' else f"[{c}]"
+                         for c in str(path)) + end
+
+
+def quoted(path):
+    """A path as a string in a Seatbelt profile: quotes and backslashes escaped, as in JSON."""
+    return json.dumps(str(path), ensure_ascii=False)
+
+
+def remove(made, workspace):
+    """Remove the repositories a sandboxed command made, before anything outside the sandbox can run git there
+    (an editor does, in every repository it finds); say what was removed, and why."""
+    for place in made:
+        if place.is_dir() and not place.is_symlink():
+            shutil.rmtree(place, ignore_errors=True)
+        else:
+            place.unlink(missing_ok=True)
+    names = ", ".join(sorted(str(place.relative_to(workspace)) for place in made))
+    return (f"removed {names}, which it made: git runs what a repository's config says, outside any sandbox, so "
+            "a command may not make one (git init is yours to run)")
+
+
 def stop(process):
     """Kill a command's process group (on Windows, its process tree); "" when that went as planned, else a note."""
-    if os.name == "nt":
-        done = subprocess.run(["taskkill", "/F", "/T", "/PID", str(process.pid)], capture_output=True, text=True)
+    if os.name == "nt":  # taskkill by its own path: Windows looks in the current folder, the workspace, first
+        done = subprocess.run([os.path.join(guards.SYSTEM_PATH, "taskkill.exe"), "/F", "/T", "/PID",
+                               str(process.pid)], capture_output=True, text=True)
         return "" if done.returncode == 0 or process.poll() is not None else f"; taskkill failed: {done.stdout}"
     try:
         os.killpg(process.pid, signal.SIGKILL)
@@ -175,8 +267,10 @@ def adopt():
 
 
 def shell_argv(command):
-    """How a command line that needs a shell runs: sh on Linux and macOS, cmd on Windows."""
-    return ["cmd.exe", "/d", "/s", "/c", command] if os.name == "nt" else ["/bin/sh", "-c", command]
+    """How a command line that needs a shell runs: sh on Linux and macOS, cmd on Windows, each by its own path
+    (Windows would look for cmd.exe in the current folder, the workspace, first)."""
+    return [os.path.join(guards.SYSTEM_PATH, "cmd.exe"), "/d", "/s", "/c", command] if os.name == "nt" else \
+        ["/bin/sh", "-c", command]
 
 
 if __name__ == "__main__":
