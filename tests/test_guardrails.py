@@ -15,6 +15,7 @@ import time
 import re
 import shutil
 import tracemalloc
+from pathlib import Path
 
 import pytest
 from helpers import (BUBBLEWRAP_MISSING, ROOT, clean_env, groq_env, path_without_bubblewrap, run_python,
@@ -274,7 +275,7 @@ def test_under_yes_a_command_naming_a_secret_is_refused(harness, server, command
 # 5. Secrets stopped at the source: a file that holds a secret, by a value the harness knows or by a credential's
 # form, is refused by every tool and hidden from every command, so no transformation of it reaches the model.
 
-CREDENTIALS = {  # fourteen credential files, each under a name no list knows, and the secret each holds
+CREDENTIALS = {  # nineteen credential files, each under a name no list knows, and the secret each holds
     "pg.txt": ("db.example.com:5432:app:admin:Wr0ngH0rseBattery\n", "Wr0ngH0rseBattery"),
     "vault.txt": ("hvs.CAESIJlU8fT2Xb7nQk3J6pZ9cVm4aW1sE0rT\n", "CAESIJlU8fT2Xb7nQk3J6pZ9cVm4aW1sE0rT"),
     "sa.json": ('{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQ'
@@ -297,13 +298,25 @@ CREDENTIALS = {  # fourteen credential files, each under a name no list knows, a
     "deploy.bak": ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMw\n"
                    "-----END OPENSSH PRIVATE KEY-----\n", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ"),
     "databricks.cfg": ("[DEFAULT]\ntoken = dapi0123456789abcdef0123456789abcdef\n", "0123456789abcdef0123456789abcdef"),
+    "vault.tok": ("s.Kq7pZ2xW9mR4tY6uB1nV3cE8\n", "Kq7pZ2xW9mR4tY6uB1nV3cE8"),  # a .vault-token, as before hvs.
+    "oauth.json": ('{"installed":{"client_id":"81-x.apps.googleusercontent.com","project_id":"quick",'
+                   '"client_secret":"GOCSPX-wQ4tyZ9rL2mNpKxVbJhCfdEsA","redirect_uris":["http://localhost"]}}\n',
+                   "wQ4tyZ9rL2mNpKxVbJhCfdEsA"),  # Google's credentials.json, an OAuth client
+    "site.pw": ("admin:$apr1$ZjTqBB3f$IF9gdYAGlMrs2fuINjHsz.\nbob:$2y$05$Qe7zK8h0o9hM3VtIT3m0Pe6bX1tZk2q3eLxKZ0u8\n",
+                "IF9gdYAGlMrs2fuINjHsz"),  # an .htpasswd
+    "srv.bak": ("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQCtcttfCowsrbPQ\n"
+                "4X2o6pANc5qA5xddZa4WXiPcwLBleJ07OBlUxIFV1MMP1fy3dr8i+dNirAORK4hB\n-----END PRIVATE KEY-----\n",
+                "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQCtcttfCowsrbPQ"),  # server.key.bak
+    "site.php": ("<?php\ndefine( 'DB_NAME', 'wordpress' );\ndefine( 'DB_PASSWORD', 'tr0ub4dor&3' );\n",
+                 "tr0ub4dor&3"),  # wp-config.php
 }
 
 
 @pytest.mark.phase(3)
 def test_credential_files_are_found_by_what_they_hold(load, project, server):
-    """Fourteen common credential files (a database password file, a vault token, a cloud service account's JSON,
-    a CLI's hosts file, a kubeconfig...), each named for what it is not: read_file refuses every one."""
+    """Nineteen common credential files (a database password file, vault tokens, a cloud service account's JSON,
+    an OAuth client, an .htpasswd, a key's backup, a CLI's hosts file, a kubeconfig, a framework's config...),
+    each named for what it is not: read_file refuses every one."""
     for name, (text, _) in CREDENTIALS.items():
         (project / name).write_text(text)
     results, _ = turn(load("harness"), server, *[("read_file", {"path": name}) for name in CREDENTIALS],
@@ -322,12 +335,84 @@ def test_a_secret_in_any_form_never_reaches_the_model(workspace, project, server
     for name, (text, _) in CREDENTIALS.items():
         (project / name).write_text(text)
     found, _ = cli(workspace, server, "grep -o -e . key.txt", "head -c 12 key.txt", "tail -c 14 key.txt",
-                   "base64 k*.txt", "rev *.txt", "od -c *.bak", "cat *.json *.yml *.yaml *.cnf *.ini *.cfg *.vars",
+                   "base64 k*.txt", "rev *.txt", "od -c *.bak",
+                   "cat *.json *.yml *.yaml *.cnf *.ini *.cfg *.vars *.tok *.pw *.php",
                    args=("--yes", "--workspace", str(project)))
     secrets = [SECRET, *(secret for _, secret in CREDENTIALS.values())]
     leaked = [(result[:80], secret) for result in found for secret in secrets
               if carries(result, secret) or carries(result, secret[:12])]
     assert not leaked, leaked
+
+
+# What is shaped like each rule's worst case: a run of what almost matches, where a rule with an unbounded repetition
+# would try again from every place (the red team's 190 KB of key=key=... took minutes, holding the GIL so that no
+# deadline could end the run).
+SLOW_SHAPES = {
+    "key=": b"key=" * 250_000, "begin": b"-----BEGIN " + b"PRIVATE KEY " * 85_000, "begins": b"-----BEGIN " * 100_000,
+    "spaces": b"password" + b" " * 1_000_000, "names": b"token:" * 170_000, "urls": b"://a:" * 200_000,
+    "pgpass": b"a:1:b:c:" * 125_000, "words": b"aB1" * 330_000, "hashes": b"$1$" * 330_000,
+    "quotes": b"'password', '" * 80_000, "prefixes": b"ghp_" * 250_000, "nuls": b"k\0e\0y\0=\0" * 125_000,
+}
+
+
+@pytest.mark.phase(3)
+def test_every_secret_rule_takes_time_in_proportion_to_the_text(load):
+    """A megabyte shaped like each rule's worst case is judged in well under a second a megabyte (10 s allows for
+    a busy machine); a rule that tries again from every place would take hours."""
+    guards = load("guards")
+    policy = guards.Policy(guards.HOME)
+    for name, data in SLOW_SHAPES.items():
+        started = time.monotonic()
+        guards.secret_in(policy, data)
+        assert time.monotonic() - started < 10, f"{name}: {time.monotonic() - started:.1f} s for {len(data)} bytes"
+
+
+@pytest.mark.phase(6)
+def test_a_file_shaped_to_be_slow_cannot_hold_the_run_past_its_deadline(workspace, project, server, machine):
+    """The red team's files (190 KB of key=key=..., -----BEGIN and 840 KB of PRIVATE KEY) in the workspace, read
+    and then run on under --deadline 5: the run ends by the deadline (and its grace), however it ends."""
+    (project / "keys.txt").write_bytes(b"key=" * 47_500)
+    (project / "begin.txt").write_bytes(b"-----BEGIN " + b"PRIVATE KEY " * 70_000)
+    server.push({"tool_calls": [{"name": "read_file", "arguments": {"path": name}} for name in
+                                ("keys.txt", "begin.txt")] + [{"name": "run_shell",
+                                                               "arguments": {"command": "echo hi > out.txt"}}]}, "done")
+    started = time.monotonic()
+    done = run_python(workspace, "harness.py", "--yes", "--deadline", "5", "--workspace", str(project), "Do it",
+                      env=groq_env(server), input="n\n")
+    assert time.monotonic() - started < 5 * 3 and done.returncode in (0, 3), (done.returncode, done.stderr[-300:])
+
+
+@pytest.mark.phase(3)
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_a_key_written_in_utf16_is_found_as_in_utf8(load, workspace, project, server, machine, encoding):
+    """A key saved as PowerShell 5.1's > saves it (UTF-16, with its BOM or without, either byte order): read_file
+    refuses it, cat naming it is refused, and a command that globs it (with --yes) brings back none of it."""
+    (project / "token.txt").write_bytes(f"token = {SECRET}\r\n".encode(encoding))
+    found, _ = cli(workspace, server, "cat token.txt", "cat tok*.txt", "od -c t*.txt",
+                   args=("--yes", "--workspace", str(project)), input="n\n" * 3)
+    results, _ = turn(load("harness"), server, ("read_file", {"path": "token.txt"}),
+                      policy=load("guards").policy(project))
+    assert results[0].startswith("error:") and "secret" in results[0], results
+    leaked = [result[:100] for result in found + results if carries(result.replace("\x00", "").replace("\\0", ""),
+                                                                          SECRET)]
+    assert not leaked and not any("0   s   k   -" in r for r in found), (leaked, found)
+
+
+@pytest.mark.phase(4)
+def test_nothing_past_the_bytes_judged_is_returned(load, workspace, project, server, machine):
+    """A log of lines of 100 bytes whose last line, a token, starts just before its MAX_READ-th byte: read_file, at
+    that line, returns none of the token's end, which no rule saw; tail -c, run unasked or approved, none of it."""
+    guards, token = load("guards"), "ghp_" + "Zq9" * 12
+    lines = (guards.MAX_READ - 10) // 100
+    with open(project / "big.log", "wb") as file:
+        file.write(b"x" * 99 + b"\n")
+        file.write((b"y" * 99 + b"\n") * (lines - 1) + b"z" * (guards.MAX_READ - 10 - lines * 100) + b"\n")
+        file.write(f"  {token} end\n".encode() + b"more\n" * 100)
+    found, _ = cli(workspace, server, "tail -c 200 big.log", "tail -c 200 b*.log",
+                   args=("--yes", "--workspace", str(project)), input="n\n" * 2)
+    results, _ = turn(load("harness"), server, ("read_file", {"path": "big.log", "offset": lines + 2, "limit": 5}),
+                      policy=guards.policy(project))
+    assert not any(token[8:24] in result for result in found + results), (found, results)
 
 
 @pytest.mark.phase(3)
@@ -417,6 +502,50 @@ def test_the_trace_follows_no_link_and_no_command_rewrites_it(workspace, project
     assert "forged" not in lines and json.loads(lines[0])["type"] == "start" and json.loads(lines[-1])["type"] == "end"
 
 
+@pytest.mark.phase(5)
+def test_another_name_for_the_trace_is_the_trace(workspace, project, server):
+    """A second name for the trace's file (a hard link, as TRACE.JSONL is on a disk that ignores case): write_file
+    to it is refused, under --yes, as a write to the trace is; the trace keeps only the harness's records."""
+    trace = project / "run.jsonl"
+    trace.touch()
+    os.link(trace, project / "RUN.JSONL")
+    server.push({"tool_calls": [{"name": "write_file", "arguments": {"path": "RUN.JSONL", "content": "forged\n"}}]},
+                "done")
+    run_python(workspace, "harness.py", "--yes", "--workspace", str(project), "--trace", str(trace), "Write",
+               env=groq_env(server))
+    told = server.requests[-1]["body"]["messages"][-1]["content"]
+    assert told.startswith("error:") and "harness" in told, told
+    assert all(line.startswith('{"run"') for line in trace.read_text().splitlines()), trace.read_text()[:300]
+
+
+def case_blind(folder):
+    """True when the disk under folder opens a name in any case as the same file (macOS's APFS, Windows' NTFS)."""
+    probe = Path(folder) / "Case.probe"
+    probe.touch()
+    try:
+        return (Path(folder) / "CASE.PROBE").exists()
+    finally:
+        probe.unlink()
+
+
+@pytest.mark.phase(4)
+def test_on_a_disk_that_ignores_case_the_harness_s_folder_in_other_letters_is_its_folder(workspace, tmp_path,
+                                                                                         server):
+    """The harness in a folder of the workspace: write_file to HARNESS/guards.py (the same folder, in capitals) is
+    refused under --yes, as harness/guards.py is. Only where the disk ignores case (the macOS and Windows jobs)."""
+    if not case_blind(tmp_path):
+        pytest.skip("this disk tells case apart (Linux): the macOS and Windows jobs of the course's workflow run it")
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    workspace.rename(outer / "harness")
+    before = (outer / "harness" / "guards.py").read_bytes()
+    server.push({"tool_calls": [{"name": "write_file", "arguments": {"path": "HARNESS/guards.py", "content": "x"}}]},
+                "done")
+    run_python(outer / "harness", "harness.py", "--yes", "--workspace", str(outer), "Write", env=groq_env(server))
+    told = server.requests[-1]["body"]["messages"][-1]["content"]
+    assert told.startswith("error:") and (outer / "harness" / "guards.py").read_bytes() == before, told
+
+
 # 7. What runs later, outside any sandbox: a repository's .git.
 
 @pytest.mark.phase(3)
@@ -430,6 +559,21 @@ def test_a_repository_s_git_cannot_be_made_to_run_a_program_later(workspace, pro
     cli(workspace, server, "git config core.fsmonitor 'touch PWNED'", "printf 'touch PWNED' > .g?t/hooks/pre-commit",
         args=("--yes", "--workspace", str(project)))
     assert {p: p.read_bytes() for p in (project / ".git").rglob("*") if p.is_file()} == before
+
+
+@pytest.mark.phase(3)
+def test_a_repository_a_command_makes_is_gone_before_anything_can_run_it(workspace, project, server, machine):
+    """Under --yes, `git init docs` and a core.fsmonitor line in docs/.git/config: with a sandbox the repository is
+    removed once the command ends, and the result says so; without one the command is asked (a piped nothing
+    declines). Either way the person's next `git status` in docs runs nothing."""
+    found, _ = cli(workspace, server, "git init -q docs && git -C docs config core.fsmonitor 'touch ../PWNED'",
+                   args=("--yes", "--workspace", str(project)), input="n\n")
+    assert not (project / "docs" / ".git").exists(), found
+    assert machine == "no-sandbox" or "removed docs/.git" in found[0], found
+    (project / "docs").mkdir(exist_ok=True)
+    subprocess.run(["git", "status"], cwd=project / "docs", capture_output=True, env=clean_env(
+        GIT_CONFIG_GLOBAL=os.devnull, GIT_CEILING_DIRECTORIES=str(project)))
+    assert not (project / "PWNED").exists()
 
 
 # 8. Processes: nothing a command started outlives it (bubblewrap's own process numbers hold from phase 3, the
@@ -546,14 +690,16 @@ def test_run_from_python_without_a_sandbox_asks_for_all_but_plain_commands(load,
 
 
 @pytest.mark.phase(3)
-def test_run_from_python_with_the_platform_of_a_mac_has_no_sandbox_and_stays_strict(load, workspace, server,
-                                                                                    monkeypatch):
-    """sys.platform "darwin": the policy says why there is no sandbox; plain commands run unasked, others ask."""
+@pytest.mark.skipif(os.path.exists("/usr/bin/sandbox-exec"), reason="this Mac has its sandbox, Seatbelt")
+def test_run_from_python_on_a_mac_without_seatbelt_has_no_sandbox_and_stays_strict(load, workspace, server,
+                                                                                   monkeypatch):
+    """sys.platform "darwin" and no /usr/bin/sandbox-exec (as here): the policy says why there is no sandbox; plain
+    commands run unasked, others ask."""
     monkeypatch.setattr(sys, "platform", "darwin")
     (workspace / "notes.txt").write_text("keep me\n")
     guards = load("guards")
     policy = guards.policy(yes=True)
-    assert policy.sandbox is None and "darwin" in policy.why_none and "command" not in policy.unasked, policy
+    assert policy.sandbox is None and "sandbox-exec" in policy.why_none and "command" not in policy.unasked, policy
     results, asked = turn(load("harness"), server, shell("cat notes.txt"), shell("touch made"), policy=policy)
     assert "keep me" in results[0] and len(asked) == 1 and not (workspace / "made").exists(), (results, asked)
 
@@ -707,3 +853,59 @@ def test_what_a_model_sends_becomes_an_error_it_can_act_on(harness, server, work
     assert all(r.startswith(("error:", "exit code")) for r in results), results
     assert all(len(r) <= load("tools").MAX_CHARS + 100 for r in results), [len(r) for r in results]
     assert time.monotonic() - started < 30, "each refusal should come at once"
+
+
+# 14. The file judged is the file used: a tool opens a path once, one step at a time from the workspace, never
+# through a link, and judges what it opened; nothing can change a step between the check and the use.
+
+SWAP = """import os, sys
+folder = sys.argv[1]
+while True:  # rename(2) is atomic: each of conf and sub is a folder or a link at every moment
+    for name in ("conf", "sub"):
+        here = os.path.join(folder, name)
+        os.rename(here, here + ".real")
+        os.rename(here + ".link", here)
+        os.rename(here, here + ".link")
+        os.rename(here + ".real", here)
+"""
+
+@pytest.mark.phase(4)
+def test_a_folder_swapped_for_a_link_never_leads_a_tool_outside(load, project, tmp_path):
+    """While another process swaps conf/ and sub/ for links to a home's .aws and the home itself, as fast as it can
+    (a sandboxed MCP server could), 3,000 reads of conf/credentials and 500 writes of sub/.bashrc: none returns
+    the home's credentials, and the home's .bashrc is never written. (A name checked, then opened again, lets
+    about one read in 150 through.)"""
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    (home / ".aws" / "credentials").write_text("canary-7f3e9 in the home\n")
+    (home / ".bashrc").write_text("# the person's own\n")
+    for folder, place in (("conf", home / ".aws"), ("sub", home)):
+        (project / folder).mkdir()
+        (project / f"{folder}.link").symlink_to(place, target_is_directory=True)
+    (project / "conf" / "credentials").write_text("decoy\n")
+    tools, policy = load("tools"), load("guards").policy(project)
+    read, seen = [], []
+    swapper = subprocess.Popen([sys.executable, "-c", SWAP, str(project)])  # a process of its own, as a server is
+    try:
+        for n in range(3500):
+            try:
+                read.append(tools.read_file(policy, "conf/credentials") if n < 3000 else
+                            tools.write_file(policy, "sub/.bashrc", "pwned\n"))
+            except Exception as error:  # refused, or not there at that moment: an error the model reads
+                seen.append(type(error).__name__)
+    finally:
+        swapper.kill()
+        swapper.wait()
+    assert read and not any("canary" in text for text in read), [text for text in read if "canary" in text][:3]
+    assert (home / ".bashrc").read_text() == "# the person's own\n"
+
+
+@pytest.mark.phase(4)
+def test_a_write_to_a_pipe_is_refused_at_once(load, project, server):
+    """write_file to a FIFO named CHANGELOG.md, approved in advance and with no deadline: refused at once, as a
+    read of it is; nothing waits for a reader that never comes."""
+    os.mkfifo(project / "CHANGELOG.md")
+    started = time.monotonic()
+    results, _ = turn(load("harness"), server, ("write_file", {"path": "CHANGELOG.md", "content": "v2\n"}),
+                      ("read_file", {"path": "CHANGELOG.md"}), policy=load("guards").policy(project, yes=True))
+    assert all(r.startswith("error:") for r in results) and time.monotonic() - started < 10, results

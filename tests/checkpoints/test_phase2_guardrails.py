@@ -10,6 +10,9 @@ from helpers import answer_of, clean_env, groq_env, run_python, scripted_backend
 PHASE = 2
 FILES = ("guards.py", "tools.py", "shell.py", "harness.py")
 SECRET = "from_dotenv_0123456789"
+NO_PLAIN_PROGRAMS = pytest.mark.skipif(os.name == "nt", reason=(
+    "Windows keeps none of READ_ONLY's programs (ls, cat, grep...) in System32, where system_program() looks, so "
+    "there every command asks; WSL 2 runs this check as on Linux"))
 
 
 @pytest.fixture
@@ -59,6 +62,7 @@ def test_secret_files_are_refused_by_name(harness, server, workspace, name):
     assert results[0].startswith("error:") and "secret" in results[0] and "shh" not in results[0], results
 
 
+@NO_PLAIN_PROGRAMS
 def test_plain_read_only_commands_run_without_asking(harness, server):
     """ls, cat, head, wc and grep with listed options and files inside the workspace run at once."""
     commands = ["ls", "ls -la", "cat notes.txt", "grep -n keep notes.txt", "wc -l notes.txt", "head -1 notes.txt"]
@@ -117,6 +121,7 @@ def test_a_question_shows_every_command_differently(harness, server, command, sh
     assert len(asked) == 1 and shown in asked[0], f"the question should show {shown!r}: {asked}"
 
 
+@NO_PLAIN_PROGRAMS
 def test_a_program_planted_in_the_workspace_is_not_the_one_that_runs(harness, server, workspace, monkeypatch):
     """PATH holding the workspace (or '.'): a plain `ls` is still the system's, not ./ls."""
     (workspace / "ls").write_text("#!/bin/sh\ntouch pwned\n")
