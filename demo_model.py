@@ -119,7 +119,13 @@ COUNT_NAMES = re.compile(r"count|number|total", re.IGNORECASE)  # integer proper
 FINAL_TOOLS = re.compile(r"final|submit|answer", re.IGNORECASE)  # tools that take the final answer
 NOT_FILE_NAMES = {"e.g", "i.e"}
 ID_WORDS = re.compile(r"\b[A-Za-z][A-Za-z0-9]*-\d+\b|\b\d+\b")  # ids as tasks write them: DEMO-42, #1234
-PROPER_NOUN = re.compile(r"(?<=\s)[A-Z][a-z]+\b")  # a capitalised word past the first: "Use get_weather for Paris"
+# A capitalised word inside a sentence: "Use get_weather for Paris" -> Paris. Not one that starts
+# a line or follows a colon: smolagents sends "New task:\nUse get_weather for Paris", no request
+# about "Use".
+PROPER_NOUN = re.compile(r"(?<=[^\S\n])(?<![.!?:]\s)[A-Z][a-z]+\b")
+# Properties for the answer itself: they take what the model says before a guess from the task.
+SAYING_NAMES = re.compile(r"answer|summary|result|response|reply|text|message|explanation",
+                          re.IGNORECASE)
 # Tools that only look, named by their first word: safe to call first for a value a tool needs ("get_ticket").
 READ_VERBS = ("get", "read", "fetch", "show", "describe", "view", "lookup")
 MCP_SEPARATOR = "__"            # a tool offered from an MCP server is named <server>__<tool>
@@ -573,22 +579,56 @@ def fill_array(schema, name, facts, root, depth):
 
 
 def fill_string(schema, name, facts, root, depth):
-    """A result line that names this property, else the answer, else a fact the task or a result gives for it,
-    else quoted text from the task, else a capitalised word of it ("Paris")."""
+    """A result line that names this property, else what the task says it is ("the city is
+    Paris"), else the answer from the results, else a fact the task or a result gives for it, else
+    quoted text from the task, else a capitalised word of it ("Paris"), else what the model said.
+    A property for the answer itself ("answer", "summary"...) takes what the model said before
+    any guess."""
     words = [w for w in re.split(r"[\W_]+", name.lower()) if len(w) > 2]
     line = next((line for line in facts["lines"] if any(w in line.lower() for w in words)), None)
     noun = PROPER_NOUN.search(prose(facts["task"]))
-    text = (line or facts["answer"] or fact(name, "string", facts) or facts["quoted"] or (noun and noun.group())
-            or "example")
+    guesses = [line, phrase_for(name, facts["task"]), facts["answer"], fact(name, "string", facts),
+               facts["quoted"], noun and noun.group()]
+    if SAYING_NAMES.search(name):
+        guesses.insert(3, facts["said"])
+    text = next((guess for guess in guesses + [facts["said"]] if guess), "example")
     return text[:schema["maxLength"]] if "maxLength" in schema else text
 
 
+def phrase_for(name, task):
+    """What the task says a property is, a few words on from its name.
+    Example: "capital", "The capital of France is Paris and ..." -> "Paris" """
+    words = r"[\s_-]+".join(re.escape(w) for w in re.split(r"[\W_]+", name) if w)
+    said = r"(?:\s+\w+){0,3}?\s+(?:is|are|was|were)\s+|\s*[:=]\s*"
+    found = words and re.search(rf"\b{words}\b(?:{said})([^.,;!?\n]+)", task, re.IGNORECASE)
+    return re.split(r"\s+and\s+", found.group(1).strip())[0] if found else None
+
+
+def number_near(name, texts):
+    """A number written next to a property's name in the first text that has one, or None.
+    Example: "population", ["The population of Paris is 2,100,000."] -> 2100000"""
+    words = r"[\s_-]+".join(re.escape(w) for w in re.split(r"[\W_]+", name) if w)
+    number = r"(-?\d[\d,]*(?:\.\d+)?)"
+    for text in texts if words else []:
+        after, before = rf"\b{words}\b(?:\W+\w+){{0,3}}?\W+{number}", rf"{number}\s+{words}\b"
+        found = re.search(f"{after}|{before}", text, re.IGNORECASE)
+        if found:
+            value = (found.group(1) or found.group(2)).replace(",", "")
+            return float(value) if "." in value else int(value)
+    return None
+
+
 def fill_number(schema, name, facts, root, depth):
-    """A fact the task or a result gives for this property, else a count from the results for a property named
-    like one, else 0; kept within minimum and maximum."""
-    value = fact(name, schema_type(schema), facts)
+    """A fact the task or a result gives for this property, else a number written next to its name
+    in the task or a result, else a count from the results for a property named like one, else 0;
+    kept within minimum and maximum."""
+    kind = schema_type(schema)
+    value = fact(name, kind, facts)
+    if value is None:
+        value = number_near(name, [facts["task"], *facts["results"]])
     if value is None:
         value = facts["count"] if COUNT_NAMES.search(name) and facts["count"] is not None else 0
+    value = int(value) if kind == "integer" else value
     low, high = schema.get("minimum", value), schema.get("maximum", value)
     return min(max(value, low), max(high, low))
 
@@ -1017,16 +1057,19 @@ def count_of(done, listed):
     return int(number.group()) if number else None
 
 
-def facts_for(task, done, answer=None):
-    """What fill() takes values from: the task, its files and quoted text, the last listing, a count, the result
-    objects (newest first) and, for an answer, the result lines (a property named like a word in a line gets it)."""
+def facts_for(task, done, answer=None, said=None):
+    """What fill() takes values from: the task, its files and quoted text, the last listing, a
+    count, the results (and their objects, newest first) and, for an answer, the result lines (a
+    property named like a word in a line gets it). said: the words of a reply with nothing to
+    report, for a field that wants an answer."""
     listed, files = last_listing(done), file_names(prose(task))
     quoted = re.search(r'"([^"]*)"', task)
     lines = [line.strip() for _, _, result in done for line in result.splitlines() if line.strip()]
     records = [record for _, _, result in reversed(done) for record in [parse_arguments(result)] if record]
-    return {"task": task, "files": files, "quoted": quoted.group(1) if quoted else None, "answer": answer,
-            "names": files if listed is None else listed, "count": count_of(done, listed),
-            "lines": lines if answer is not None else [], "records": records}
+    return {"task": task, "files": files, "quoted": quoted.group(1) if quoted else None,
+            "answer": answer, "said": said, "names": files if listed is None else listed,
+            "count": count_of(done, listed), "lines": lines if answer is not None else [],
+            "records": records, "results": [result for _, _, result in done]}
 
 
 def arguments_for(name, parameters, facts):
@@ -1153,23 +1196,47 @@ def obey(reply, choice, tools, task, done):
     if "status" in reply:
         return reply  # an error stays an error
     name = named or fitting_tool(tools)
-    answer = reply.get("content") if FINAL_TOOLS.search(name) else None
+    said = reply.get("content") if FINAL_TOOLS.search(name) else None
     why_this = f"names {name}" if named else f"requires a tool call, and {name} fits best"
-    arguments = arguments_for(name, tools[name], facts_for(task, done, answer))
+    # an answer from the results when there are some; else what the model said is no fact
+    facts = facts_for(task, done, said if done else None, said)
+    arguments = arguments_for(name, tools[name], facts)
     return {"reasoning": f"The request {why_this}, so I call it.",
             "tool_calls": [{"name": name, "arguments": arguments}]}
 
 
+def schema_in(messages):
+    """The first JSON schema written out in a message, or None: JSON mode with the shape in the
+    prompt, as instructor sends it.
+    Example: 'Answer in json like {"properties": {"a": {}}}' -> {"properties": {"a": {}}}"""
+    for message in messages:
+        text = text_of(message.get("content")) if isinstance(message, dict) else ""
+        for start in [m.start() for m in re.finditer(r"\{", text)]:
+            try:
+                value = json.JSONDecoder().raw_decode(text, start)[0]
+            except ValueError:
+                continue
+            if isinstance(value, dict) and isinstance(value.get("properties"), dict):
+                return value
+    return None
+
+
 def structured(reply, body, task, done):
-    """A text reply in the shape response_format asks for: {"answer": text} for json_object; for json_schema,
-    the schema filled from the tool results (checked against the schema: a mismatch is a bug here)."""
+    """A text reply in the shape response_format asks for: for json_schema the schema, and for
+    json_object a schema the prompt writes out (else {"answer": text}), filled from the task and
+    the tool results (and checked against the schema: a mismatch is a bug here)."""
     form = body.get("response_format") or {}
     if "content" not in reply or form.get("type") not in ("json_object", "json_schema"):
         return reply
-    if form["type"] == "json_object":
+    if form["type"] == "json_schema":
+        schema = form["json_schema"].get("schema") or {}
+    else:
+        schema = schema_in(body["messages"])
+    if schema is None:
         return {**reply, "content": json.dumps({"answer": reply["content"]})}
-    schema = form["json_schema"].get("schema") or {}
-    value = fill(schema, "", facts_for(task, done, reply["content"]))
+    # an answer from the results when there are some; else what the model said is no fact
+    said = reply["content"]
+    value = fill(schema, "", facts_for(task, done, said if done else None, said))
     problem = schema_problem(value, schema)
     assert problem is None, f"fill() wrote {value!r}, which breaks the schema: {problem}"
     return {**reply, "content": json.dumps(value)}

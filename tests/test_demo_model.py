@@ -1009,6 +1009,59 @@ def test_openai_parse_returns_a_parsed_object(demo):
         summary="The directory holds 3 entries: backend.py, harness.py, tests/.")
 
 
+CAPITAL = "The capital of France is Paris; its population is 2,100,000."
+CITY = {"type": "object", "additionalProperties": False,
+        "required": ["capital", "population", "summary"],
+        "properties": {"capital": {"type": "string"}, "population": {"type": "integer"},
+                       "summary": {"type": "string"}}}
+
+
+def test_a_shaped_answer_with_no_tool_results_takes_its_fields_from_the_task(demo):
+    """Before any tool ran: a string from what the task says the property is ("the capital ... is
+    Paris"), a number written next to the property's name, and for a field that holds the answer
+    itself what the model said (what it can do: there is nothing else to report)."""
+    form = {"type": "json_schema", "json_schema": {"name": "city", "schema": CITY, "strict": True}}
+    answer = json.loads(reply_message(demo, chat(user(CAPITAL), response_format=form))["content"])
+    assert answer == {"capital": "Paris", "population": 2100000, "summary": demo_model.HELLO}
+
+
+def test_json_mode_follows_a_schema_written_in_the_prompt(demo):
+    """instructor's JSON mode: response_format json_object, the schema in a system message; the
+    answer is that schema filled from the task, not {"answer": ...}."""
+    shape = {"properties": {"capital": {"title": "Capital", "type": "string"},
+                            "population": {"title": "Population", "type": "integer"}},
+             "required": ["capital", "population"], "title": "City", "type": "object"}
+    prompt = ("As a genius expert, your task is to understand the content and provide the parsed "
+              "objects in json that match the following json_schema:\n\n"
+              f"{json.dumps(shape, indent=2)}\n\n"
+              "Make sure to return an instance of the JSON, not the schema itself")
+    body = chat({"role": "system", "content": prompt}, user(CAPITAL),
+                response_format={"type": "json_object"})
+    answer = json.loads(reply_message(demo, body)["content"])
+    assert answer == {"capital": "Paris", "population": 2100000}
+
+
+def test_a_task_after_a_line_break_is_read_whole(demo):
+    """smolagents sends "New task:\n<task>": the word that starts the task's line is no value for
+    a tool's string argument; the city the task names is."""
+    weather = tool("get_weather", {"city": {"type": "string"}}, required=["city"])
+    body = chat(user("New task:\nUse get_weather for Paris"), tools=[weather])
+    assert call_pairs(reply_message(demo, body)) == [("get_weather", {"city": "Paris"})]
+
+
+def test_openai_parse_fills_a_model_from_the_task(demo):
+    """.parse(response_format=Model) with no tools: the answer's fields hold the task's facts."""
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        capital: str
+        population: int
+
+    reply = client(demo).chat.completions.parse(model="demo", messages=[user(CAPITAL)],
+                                                response_format=City)
+    assert reply.choices[0].message.parsed == City(capital="Paris", population=2100000)
+
+
 # --- sampling fields -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("field, value, words", [
