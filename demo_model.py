@@ -1470,8 +1470,19 @@ def unknown_url(method, path):
                       f"at {GROQ_DOCS}", code="unknown_url")
 
 
-def model_not_found(name):
-    return error(404, f"The model `{name}` does not exist or you do not have access to it.", code="model_not_found")
+def nearest(name, names):
+    """The name most like `name`, letter case aside.
+    Example: "gpt-oss-120b", MODELS -> "openai/gpt-oss-120b" """
+    lowered = {n.lower(): n for n in names}
+    close = difflib.get_close_matches(name.lower(), lowered, n=1, cutoff=0)
+    return lowered[close[0]] if close else None
+
+
+def model_not_found(name, models):
+    """Groq's and OpenAI's 404 (tests/wire.md 6), ending with the demo's own hint: the model it
+    serves that is nearest to the name asked for."""
+    return error(404, f"The model `{name}` does not exist or you do not have access to it. "
+                      f"Did you mean `{nearest(name, models)}`?", code="model_not_found")
 
 
 def model_object(name):
@@ -1484,7 +1495,8 @@ def models_reply(server, name):
     if name is None:
         return {"status": 200, "body": {"object": "list", "data": [model_object(n) for n in server.models]}}
     name = unquote(name)
-    return {"status": 200, "body": model_object(name)} if name in server.models else model_not_found(name)
+    return {"status": 200, "body": model_object(name)} if name in server.models else \
+        model_not_found(name, server.models)
 
 
 def chat_reply(server, body, groq):
@@ -1495,7 +1507,7 @@ def chat_reply(server, body, groq):
     if not isinstance(model, str) or not model:
         return error(400, "property 'model' is missing", param="model")
     if model not in server.models:
-        return model_not_found(model)
+        return model_not_found(model, server.models)
     if isinstance(body.get("messages"), list) and asks_to_sum_up(body["messages"]):
         return validate(body, groq) or {"content": summary(body["messages"])}  # scripted or not: the demo sums up
     return validate(body, groq) or server.next_reply() or {"policy": True}

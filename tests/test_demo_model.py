@@ -107,16 +107,21 @@ def test_models_lists_every_built_in_model_by_default(demo):
     assert {"demo", "openai/gpt-oss-120b", "llama-3.3-70b-versatile", "qwen/qwen3-32b"} <= set(demo_model.MODELS)
 
 
+# Groq's and OpenAI's 404 [wire.md 4.1.5, E12], its message ending with the demo's own hint: the
+# nearest name the server lists (tests/wire.md 6)
+NOT_FOUND = {"message": "The model `gpt-oss-120b` does not exist or you do not have access to it. "
+                        "Did you mean `openai/gpt-oss-120b`?",
+             "type": "invalid_request_error", "code": "model_not_found"}
+
+
 def test_a_model_outside_the_listing_gets_404_on_every_route(demo):
     """The listing and the 404 agree: a name the listing lacks (Groq's names carry a prefix) is refused by chat
     and by GET /models/{id} alike, with Groq's model_not_found body [wire.md 4.1.5, E12]."""
     listed = [m["id"] for m in request(demo, "GET", "/v1/models")[2]["data"]]
     assert "gpt-oss-120b" not in listed
-    not_found = {"message": "The model `gpt-oss-120b` does not exist or you do not have access to it.",
-                 "type": "invalid_request_error", "code": "model_not_found"}
     status, _, reply = post(demo, chat(user("hi"), model="gpt-oss-120b"))
-    assert (status, reply["error"]) == (404, not_found)
-    assert request(demo, "GET", "/v1/models/gpt-oss-120b")[2]["error"] == not_found
+    assert (status, reply["error"]) == (404, NOT_FOUND)
+    assert request(demo, "GET", "/v1/models/gpt-oss-120b")[2]["error"] == NOT_FOUND
     for name in listed:
         assert request(demo, "GET", "/v1/models/" + name.replace("/", "%2F"))[2]["id"] == name
         assert post(demo, chat(user("hi"), model=name))[0] == 200, name
@@ -150,12 +155,15 @@ def test_wrong_api_key_gets_groq_401():
         assert client(server, key="gsk_right").models.list().data[0].id == "demo"
 
 
-def test_unknown_model_gets_404_model_not_found():
-    with demo_model.start(models=["openai/gpt-oss-120b"]) as server:
+def test_unknown_model_gets_404_model_not_found_naming_the_nearest_model_served():
+    """The nearest name the server lists: a Groq name without its prefix, a name in other case."""
+    with demo_model.start(models=["openai/gpt-oss-120b", "llama-3.3-70b-versatile"]) as server:
         status, _, reply = post(server, chat(user("hi"), model="gpt-oss-120b"))
-    assert status == 404
-    assert reply["error"] == {"message": "The model `gpt-oss-120b` does not exist or you do not have access to it.",
-                              "type": "invalid_request_error", "code": "model_not_found"}
+        assert (status, reply["error"]) == (404, NOT_FOUND)
+        with pytest.raises(openai.NotFoundError) as caught:
+            client(server).chat.completions.create(model="Llama-3.3-70B-Versatile",
+                                                   messages=[user("hi")])
+    assert caught.value.body["message"].endswith("Did you mean `llama-3.3-70b-versatile`?")
 
 
 def test_every_response_carries_a_request_id(demo):
@@ -1133,9 +1141,7 @@ def test_a_model_is_served_by_its_id():
         assert request(server, "GET", "/openai/v1/models/openai/gpt-oss-120b")[2] == {
             "id": "openai/gpt-oss-120b", "object": "model", "created": 0, "owned_by": "demo"}
         status, _, reply = request(server, "GET", "/v1/models/gpt-oss-120b")
-        assert status == 404 and reply["error"] == {
-            "message": "The model `gpt-oss-120b` does not exist or you do not have access to it.",
-            "type": "invalid_request_error", "code": "model_not_found"}
+        assert (status, reply["error"]) == (404, NOT_FOUND)
         assert client(server).models.retrieve("demo").id == "demo"
 
 
