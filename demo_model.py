@@ -106,6 +106,24 @@ MESSAGE_KEYS = {
 # "is supported on models that support reasoning"; kimi-k2 answers "property 'reasoning' is unsupported"
 # [musistudio/llms#64].
 REASONING_KEY = "reasoning"
+# What OpenAI documents on a message besides (openai 3.63 types/chat/
+# chat_completion_{system,developer,user,assistant}_message_param.py): a `name` on every role but
+# tool; on an assistant message `refusal`, `audio` and a null `function_call`; and `annotations`,
+# which OpenAI returns on every assistant message and its guide appends back as it came. Taken on
+# OpenAI's path (/v1) for OpenAI's own models only: the demo and Groq's models keep Groq's rules
+# everywhere, so a loop that sends model_dump() back fails offline as it would on Groq.
+OPENAI_MESSAGE_KEYS = {"system": {"name"}, "developer": {"name"}, "user": {"name"},
+                       "assistant": {"name", "refusal", "audio", "annotations"}}
+OPENAI_MODELS = re.compile(r"^(gpt-|o\d|chatgpt-)")  # Groq names its copies "openai/gpt-oss-..."
+# Fields the openai SDK's .parse() and .stream() helpers leave on what they return: in no server's
+# message type (OpenAI's older models answered "Additional properties are not allowed ('parsed'
+# ... were unexpected)" [openai/openai-node#1161]). A 400 that names one says how to send it back.
+SDK_FIELDS = ("parsed", "parsed_arguments", "index")
+SEND_BACK = ("'parsed', 'parsed_arguments' and a tool call's 'index' are the openai SDK's own "
+             "fields (its .parse() and .stream() helpers add them), not the API's: send back only "
+             "what the API documents (a chat message as a dict of role, content and tool_calls, "
+             "each with id, type and function: name and arguments), or drop them with "
+             "model_dump(exclude=...).")
 # Content arrays each role takes, by part type (the same type files; system arrays hold text parts only).
 PART_TYPES = {"system": ["text"], "developer": ["text"], "user": ["text", "image_url", "document"],
               "assistant": ["text"], "tool": ["text", "image_url", "document"]}
@@ -394,8 +412,22 @@ def check_content(where, role, msg):
     return f"('{at}' : value must be a string)"
 
 
-def check_fields(where, role, msg):
-    """The first problem with a message's fields, in Groq's words, or None."""
+def check_openai_fields(where, msg):
+    """The first problem with the fields OpenAI documents on a message, or None."""
+    if msg.get("refusal") is not None and not isinstance(msg["refusal"], str):
+        return f"('{where}.refusal' : value must be a string)"
+    if msg.get("annotations") is not None and not isinstance(msg["annotations"], list):
+        return f"('{where}.annotations' : value must be an array)"
+    audio = msg.get("audio")
+    if audio is not None and not (isinstance(audio, dict) and list(audio) == ["id"]
+                                  and isinstance(audio["id"], str)):
+        return f"('{where}.audio' : value must be an object with a string 'id')"
+    return None
+
+
+def check_fields(where, role, msg, openai=False):
+    """The first problem with a message's fields, in Groq's words, or None. openai: OpenAI's own
+    rules, where a null function_call is allowed (its type is Optional there)."""
     if role == "tool":
         if "tool_call_id" not in msg:
             return f"('{where}.tool_call_id' : property 'tool_call_id' is missing)"
@@ -408,6 +440,8 @@ def check_fields(where, role, msg):
     if msg.get(REASONING_KEY) is not None and not isinstance(msg[REASONING_KEY], str):
         return f"('{where}.reasoning' : value must be a string)"  # Optional[str]
     call = msg.get("function_call", {})
+    if call is None and openai:
+        call = {}
     if not isinstance(call, dict) or any(k not in ("name", "arguments") or not isinstance(v, str)
                                          for k, v in call.items()):
         return f"('{where}.function_call' : value must be an object)"  # null too: the type is not Optional
@@ -415,7 +449,7 @@ def check_fields(where, role, msg):
         problem = check_tool_calls(where, msg["tool_calls"])
         if problem:
             return problem
-    return check_content(where, role, msg)
+    return (openai and check_openai_fields(where, msg)) or check_content(where, role, msg)
 
 
 def reasons(model):
@@ -423,8 +457,9 @@ def reasons(model):
     return bool(REASONING_MODELS.search(model))
 
 
-def check_message(i, msg, reasoning=False):
-    """The first problem with messages[i] as Groq words it, or None; reasoning: the model takes `reasoning` back."""
+def check_message(i, msg, reasoning=False, openai=False):
+    """The first problem with messages[i] as Groq words it, or None; reasoning: the model takes
+    `reasoning` back; openai: the message also takes what OpenAI documents on it."""
     where = f"messages.{i}"
     if not isinstance(msg, dict):
         return error(400, f"'{where}' : value must be an object")
@@ -440,15 +475,18 @@ def check_message(i, msg, reasoning=False):
                           "minimum length 1, but got an empty array instead.",
                      param=f"messages[{i}].tool_calls", code="empty_array")
     keys = MESSAGE_KEYS[role] | ({REASONING_KEY} if reasoning and role == "assistant" else set())
+    keys |= OPENAI_MESSAGE_KEYS.get(role, set()) if openai else set()
     # Groq lists every unsupported key of the message; past those, the first problem is enough.
     problems = [f"('{where}' : property '{k}' is unsupported)" for k in msg if k not in keys]
     if not problems:
-        problem = check_fields(where, role, msg)
+        problem = check_fields(where, role, msg, openai)
         problems = [problem] if problem else []
-    if problems:
-        return error(400, f"'{where}' : for 'role:{role}' the following must be satisfied"
-                          f"[{', '.join(problems)}]")
-    return None
+    if not problems:
+        return None
+    said = f"'{where}' : for 'role:{role}' the following must be satisfied[{', '.join(problems)}]"
+    sdk = any(f"property '{field}' is unsupported" in problem
+              for problem in problems for field in SDK_FIELDS)
+    return error(400, f"{said} {SEND_BACK}" if sdk else said)
 
 
 def check_pairing(messages):
@@ -496,8 +534,9 @@ def validate(body, groq=False):
         problem = check(body)
         if problem:
             return problem
+    openai = not groq and bool(OPENAI_MODELS.match(body["model"]))
     for i, msg in enumerate(body["messages"]):
-        problem = check_message(i, msg, reasons(body["model"]))
+        problem = check_message(i, msg, reasons(body["model"]), openai)
         if problem:
             return problem
     return check_pairing(body["messages"])

@@ -409,6 +409,110 @@ def test_sdk_empty_fields_are_rejected_even_when_empty(demo, field, value):
                                 f"[('messages.1' : property '{field}' is unsupported)]")
 
 
+OPENAI_MODEL = "gpt-5-mini"  # a model OpenAI serves, by OpenAI's name
+
+
+def assistant_refused(*fields, where="messages.1"):
+    """Groq's format A for an assistant message that carries these fields."""
+    listed = ", ".join(f"('{where}' : property '{field}' is unsupported)" for field in fields)
+    return f"'{where}' : for 'role:assistant' the following must be satisfied[{listed}]"
+
+
+def documented(**extra):
+    """A conversation whose assistant message carries what OpenAI documents on it, null or empty
+    as SDKs send it."""
+    assistant = {**calls(("c1", "list_dir", {"path": "."})), "refusal": None, "annotations": [],
+                 "audio": None, "function_call": None, "name": "helper", **extra}
+    system = {"role": "system", "content": "Use tools.", "name": "setup"}
+    return chat(system, user("List the files"), assistant, result("c1", "a.txt"),
+                model=OPENAI_MODEL, tools=TOOLS)
+
+
+def test_what_openai_documents_on_a_message_is_taken_on_its_path_for_its_models(demo):
+    """openai 3.63 chat_completion_{system,assistant}_message_param.py: name, refusal, audio, a
+    null function_call, and the annotations OpenAI returns: taken on /v1 for an OpenAI model.
+    Groq's path refuses them (format A), and so does /v1 for the demo and Groq's models, so that
+    model_dump() sent back fails offline as it would on Groq."""
+    assert post(demo, documented())[0] == 200
+    status, _, reply = request(demo, "POST", "/openai/v1/chat/completions", documented())
+    assert status == 400 and reply["error"]["message"] == (
+        "'messages.0' : for 'role:system' the following must be satisfied[('messages.0' : "
+        "property 'name' is unsupported)]")
+    demos = {**documented(), "messages": documented()["messages"][1:], "model": "demo"}
+    status, _, reply = post(demo, demos)
+    assert (status, reply["error"]["message"]) == (
+        400, assistant_refused("refusal", "annotations", "audio", "name"))
+
+
+def test_openai_documented_fields_must_have_their_types(demo):
+    refused = rejection(demo, documented(refusal=5))["message"]
+    assert "('messages.2.refusal' : value must be a string)" in refused
+    refused = rejection(demo, documented(audio={"data": "x"}))["message"]
+    assert "('messages.2.audio' : value must be an object with a string 'id')" in refused
+    assert post(demo, documented(audio={"id": "audio_1"}, refusal="no"))[0] == 200
+
+
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")  # the SDK's, sending `parsed`
+def test_a_parse_message_sent_back_gets_a_400_naming_parsed_and_how_to_send_it_back(demo):
+    """.parse() returns a message with `parsed`, which no server's message type has: the 400 names
+    it and says how to send the message back; the message without it (its documented fields) is
+    taken."""
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        capital: str
+        population: int
+
+    sdk = client(demo)
+    parsed = sdk.chat.completions.parse(model=OPENAI_MODEL, messages=[user(CAPITAL)],
+                                        response_format=City)
+    message = parsed.choices[0].message
+    history = [user(CAPITAL), message, user("Thanks. Which city was it?")]
+    with pytest.raises(openai.BadRequestError) as caught:
+        sdk.chat.completions.create(model=OPENAI_MODEL, messages=history)
+    assert caught.value.body["message"] == f"{assistant_refused('parsed')} {demo_model.SEND_BACK}"
+    history[1] = message.model_dump(exclude={"parsed"})
+    assert set(history[1]) == {"role", "content", "refusal", "annotations", "audio",
+                               "function_call", "tool_calls"}
+    answer = sdk.chat.completions.create(model=OPENAI_MODEL, messages=history)
+    assert answer.choices[0].message.content == demo_model.HELLO
+
+
+def test_a_stream_message_sent_back_names_the_sdk_fields_and_is_taken_without_them(demo):
+    """.stream()'s final message carries parsed, and on each tool call index and parsed_arguments:
+    each is named in a 400 that says how to send the message back. Without them it is taken on
+    OpenAI's path; on Groq's the SDK's empty refusal, annotations and audio are refused too
+    (format A), with the same advice."""
+    sdk = client(demo)
+    task = user("List the files here")
+    with sdk.chat.completions.stream(model=OPENAI_MODEL, messages=[task], tools=TOOLS) as stream:
+        message = stream.get_final_completion().choices[0].message
+    answer = result(message.tool_calls[0].id, LISTED)
+    history = [task, message, answer]
+    with pytest.raises(openai.BadRequestError) as caught:
+        sdk.chat.completions.create(model=OPENAI_MODEL, messages=history, tools=TOOLS)
+    assert "('messages.1' : property 'parsed' is unsupported)]" in caught.value.body["message"]
+    history[1] = message.model_dump(exclude={"parsed"})
+    with pytest.raises(openai.BadRequestError) as caught:
+        sdk.chat.completions.create(model=OPENAI_MODEL, messages=history, tools=TOOLS)
+    assert caught.value.body["message"] == (
+        "'messages.1' : for 'role:assistant' the following must be satisfied"
+        f"[('messages.1.tool_calls.0' : property 'index' is unsupported)] {demo_model.SEND_BACK}")
+    leftovers = {"parsed": True,
+                 "tool_calls": {"__all__": {"index": True, "function": {"parsed_arguments"}}}}
+    history[1] = message.model_dump(exclude=leftovers)
+    reply = sdk.chat.completions.create(model=OPENAI_MODEL, messages=history, tools=TOOLS)
+    assert reply.choices[0].message.content == (
+        "The directory holds 3 entries: backend.py, harness.py, tests/.")
+    groq = openai.OpenAI(base_url=demo.url.replace("/v1", "/openai/v1"), api_key="gsk_x",
+                         max_retries=0)
+    with pytest.raises(openai.BadRequestError) as caught:
+        groq.chat.completions.create(model=OPENAI_MODEL, messages=[task, message, answer],
+                                     tools=TOOLS)
+    refused = assistant_refused("refusal", "annotations", "audio", "parsed")
+    assert caught.value.body["message"] == f"{refused} {demo_model.SEND_BACK}"
+
+
 def test_failed_validation_does_not_consume_a_scripted_reply(demo):
     demo.push("scripted")
     assert post(demo, chat(user("hi"), n=3))[0] == 400
