@@ -1,4 +1,4 @@
-r"""The offline demo model: a tiny rule-based "model" behind a real Chat Completions endpoint.
+r"""The offline demo model: a rule-based "model" behind a Chat Completions and a Responses endpoint.
 
 It speaks the Groq/OpenAI wire format (JSON, and SSE when "stream" is true), rejects what Groq rejects
 for the model asked for, answers simple file tasks with tool calls, and calls a client's own tools when
@@ -128,7 +128,35 @@ SEND_BACK = ("'parsed', 'parsed_arguments' and a tool call's 'index' are the ope
 PART_TYPES = {"system": ["text"], "developer": ["text"], "user": ["text", "image_url", "document"],
               "assistant": ["text"], "tool": ["text", "image_url", "document"]}
 ROLES_TEXT = "'system', 'assistant', 'user', 'function', 'tool', and 'developer'"
-ROUTE = re.compile(r"(?:/openai)?/v1/(chat/completions|models)(?:/(.+))?")
+ROUTE = re.compile(r"(?:/openai)?/v1/(chat/completions|responses|models)(?:/(.+))?")
+
+# The Responses API: POST /v1/responses (Groq serves it under /openai/v1 too,
+# console.groq.com/docs/responses-api). Its request fields: openai 3.63
+# types/responses/response_create_params.py; any other is OpenAI's 400 "Unknown parameter"
+# [pydantic/pydantic-ai#3653].
+RESPONSES_KEYS = (
+    "model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls",
+    "max_output_tokens", "max_tool_calls", "stream", "stream_options", "temperature", "top_p",
+    "top_logprobs", "store", "previous_response_id", "conversation", "metadata", "user",
+    "safety_identifier", "reasoning", "text", "include", "truncation", "service_tier", "background",
+    "prompt", "prompt_cache_key", "prompt_cache_retention", "context_management",
+)
+# The input items the demo reads: the keys each takes, and those it must have (openai 3.63
+# types/responses/: easy_input_message_param.py, response_output_message_param.py,
+# response_function_tool_call_param.py, response_input_param.py, response_reasoning_item_param.py).
+# A message may leave out its type.
+ITEM_KEYS = {
+    "message": ({"type", "role", "content", "id", "status", "phase"}, ("role", "content")),
+    "function_call": ({"type", "call_id", "name", "arguments", "id", "status", "namespace",
+                       "caller"}, ("call_id", "name", "arguments")),
+    "function_call_output": ({"type", "call_id", "output", "id", "status", "name", "namespace",
+                              "caller"}, ("call_id", "output")),
+    "reasoning": ({"type", "id", "summary", "content", "encrypted_content", "status"},
+                  ("id", "summary")),
+}
+ITEM_ROLES = ("user", "assistant", "system", "developer")
+MIN_OUTPUT_TOKENS = 16  # OpenAI's floor for max_output_tokens [vectorize-io/hindsight#58]
+KEEP_RESPONSES = 256    # responses a previous_response_id can name, per server: bounded memory
 
 LIST_WORDS = re.compile(r"\b(list|files|directory|folder|ls)\b", re.IGNORECASE)
 WRITE_WORDS = re.compile(r"\b(write|create|save)\b", re.IGNORECASE)
@@ -1502,6 +1530,316 @@ def parse_json(raw):
 
 
 # ---------------------------------------------------------------------------------------------
+# The Responses API: the same policy, reached through chat messages. Input items become messages
+# (function_call items an assistant message's tool_calls, function_call_output items tool
+# messages); the reply goes back as output items.
+
+def unknown(at, key):
+    """OpenAI's 400 for a field it does not take [pydantic/pydantic-ai#3653]; for one the openai
+    SDK adds, the demo also says how to send the item back."""
+    hint = f" {SEND_BACK}" if key in SDK_FIELDS else ""
+    return error(400, f"Unknown parameter: '{at}'.{hint}", param=at, code="unknown_parameter")
+
+
+def missing(at):
+    """OpenAI's 400 for a field left out [openai/codex#6725]."""
+    return error(400, f"Missing required parameter: '{at}'.", param=at,
+                 code="missing_required_parameter")
+
+
+def wrong_type(at, expected, value):
+    """OpenAI's words [Jeffser/Alpaca#904].
+    Example: "top_p", "a number", "1" -> "Invalid type for 'top_p': expected a number, but got
+    a string instead." """
+    got = {bool: "a boolean", int: "an integer", float: "a decimal number", str: "a string",
+           list: "an array", dict: "an object"}.get(type(value), "null")
+    return error(400, f"Invalid type for '{at}': expected {expected}, but got {got} instead.",
+                 param=at, code="invalid_type")
+
+
+def invalid_value(at, value, allowed):
+    """Example: "input[0].role", "bot", ITEM_ROLES -> "Invalid value: "bot". Supported values
+    are: 'user', 'assistant', 'system', 'developer'." """
+    said = ", ".join(map(repr, allowed))
+    return error(400, f"Invalid value: {json.dumps(value)}. Supported values are: {said}.",
+                 param=at, code="invalid_value")
+
+
+def check_item(i, item):
+    """The first problem with input[i]: its type, its keys (ITEM_KEYS) and their types, or None."""
+    at = f"input[{i}]"
+    if not isinstance(item, dict):
+        return wrong_type(at, "an object", item)
+    kind = item.get("type", "message")
+    if kind not in ITEM_KEYS:  # the demo names the kinds it reads, not every kind OpenAI has
+        return invalid_value(f"{at}.type", kind, ITEM_KEYS)
+    keys, required = ITEM_KEYS[kind]
+    extra = [key for key in item if key not in keys]
+    if extra:
+        return unknown(f"{at}.{extra[0]}", extra[0])
+    absent = [key for key in required if key not in item]
+    if absent:
+        return missing(f"{at}.{absent[0]}")
+    if kind == "message" and item["role"] not in ITEM_ROLES:
+        return invalid_value(f"{at}.role", item["role"], ITEM_ROLES)
+    for key in ("content", "output"):
+        if key in item and kind != "reasoning" and not isinstance(item[key], (str, list)):
+            return wrong_type(f"{at}.{key}", "a string or an array of content parts", item[key])
+    for key in ("call_id", "name", "arguments"):
+        if key in item and not isinstance(item[key], str):
+            return wrong_type(f"{at}.{key}", "a string", item[key])
+    return None
+
+
+def check_outputs(items):
+    """OpenAI's rules: a function_call_output answers a function_call before it
+    [continuedev/continue#10092], and every function_call is answered [anomalyco/opencode#16717]."""
+    calls, answered = [], set()
+    for item in items:
+        if item["type"] == "function_call":
+            calls.append(item["call_id"])
+        elif item["type"] == "function_call_output" and item["call_id"] not in calls:
+            return error(400, "No tool call found for function call output with call_id "
+                              f"{item['call_id']}.", param="input")
+        elif item["type"] == "function_call_output":
+            answered.add(item["call_id"])
+    for call in calls:
+        if call not in answered:
+            return error(400, f"No tool output found for function call {call}.", param="input")
+    return None
+
+
+def check_function_tools(body):
+    """Function tools as the Responses API takes them, name and parameters at the top: a tool in
+    the chat shape, {"type": "function", "function": {...}}, has no name
+    [diegosouzapw/OmniRoute#1914]. Then tool_choice: none, auto, required, or
+    {"type": "function", "name": ...} naming a tool given."""
+    tools = body.get("tools") or []
+    if not isinstance(tools, list):
+        return wrong_type("tools", "an array", tools)
+    for i, tool in enumerate(tools):
+        at = f"tools[{i}]"
+        if not isinstance(tool, dict):
+            return wrong_type(at, "an object", tool)
+        if tool.get("type") != "function":  # the demo runs no built-in tool (web_search...)
+            return invalid_value(f"{at}.type", tool.get("type"), ["function"])
+        if "name" not in tool:
+            return missing(f"{at}.name")
+        if not isinstance(tool["name"], str) or not re.fullmatch(r"[a-zA-Z0-9_-]+", tool["name"]):
+            # [openai/openai-dotnet#441]
+            return error(400, f"Invalid '{at}.name': string does not match pattern. Expected a "
+                              "string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
+                         param=f"{at}.name", code="invalid_value")
+        if tool.get("parameters") is not None and not isinstance(tool["parameters"], dict):
+            return wrong_type(f"{at}.parameters", "an object", tool["parameters"])
+    choice = body.get("tool_choice", "auto")
+    if choice in TOOL_CHOICES:
+        return None
+    named = isinstance(choice, dict) and isinstance(choice.get("name"), str)
+    if not named or choice.get("type") != "function":
+        return invalid_value("tool_choice", choice, TOOL_CHOICES + ("a function",))
+    if choice["name"] not in [tool["name"] for tool in tools]:
+        return error(400, f"Tool choice '{choice['name']}' not found in 'tools' parameter.",
+                     param="tool_choice")
+    return None
+
+
+def check_settings(body):
+    """max_output_tokens (16 at least); text.format: text, json_object or a named json_schema."""
+    limit = body.get("max_output_tokens")
+    if limit is not None and not is_integer(limit):
+        return wrong_type("max_output_tokens", "an integer", limit)
+    if limit is not None and limit < MIN_OUTPUT_TOKENS:
+        return error(400, "Invalid 'max_output_tokens': integer below minimum value. Expected a "
+                          f"value >= {MIN_OUTPUT_TOKENS}, but got {limit} instead.",
+                     param="max_output_tokens", code="integer_below_min_value")
+    text = body.get("text") or {}
+    if not isinstance(text, dict):
+        return wrong_type("text", "an object", text)
+    form = text.get("format") or {"type": "text"}
+    if not isinstance(form, dict):
+        return wrong_type("text.format", "an object", form)
+    kinds = ("text", "json_object", "json_schema")
+    if form.get("type") not in kinds:
+        return invalid_value("text.format.type", form.get("type"), kinds)
+    for key in ("name", "schema") if form["type"] == "json_schema" else ():
+        if key not in form:
+            return missing(f"text.format.{key}")
+    return None
+
+
+def responses_items(server, body, groq):
+    """The request's whole conversation as input items (first a stored response's, when it names
+    one), and the first problem with the request, or None."""
+    for key in body:
+        if key not in RESPONSES_KEYS:
+            return None, unknown(key, key)
+    given = body.get("input")
+    if given is None:
+        return None, missing("input")
+    if not isinstance(given, (str, list)):
+        return None, wrong_type("input", "a string or an array of input items", given)
+    items = [{"role": "user", "content": given}] if isinstance(given, str) else given
+    for i, item in enumerate(items):
+        problem = check_item(i, item)
+        if problem:
+            return None, problem
+    earlier = body.get("previous_response_id")
+    if earlier is not None and groq:
+        # "The Responses API on Groq doesn't support stateful conversations yet"
+        # (console.groq.com/docs/responses-api); the words are the demo's
+        return None, error(400, "previous_response_id is not supported: Groq's Responses API "
+                                "keeps no conversation, so send all of it in `input`.",
+                           param="previous_response_id")
+    if earlier is not None and earlier not in server.stored:
+        # OpenAI's words [maximhq/bifrost#2441]
+        return None, error(400, f"Previous response with id '{earlier}' not found.",
+                           param="previous_response_id", code="previous_response_not_found")
+    items = server.stored.get(earlier, []) + [{"type": "message", **item} for item in items]
+    return items, check_outputs(items) or check_function_tools(body) or check_settings(body)
+
+
+def chat_messages(items, instructions=None):
+    """The chat messages the input items stand for, after the instructions as a system message.
+    Example: [user "hi", function_call c1, function_call_output c1] -> [user "hi", assistant with
+    tool_calls [c1], tool c1]"""
+    messages = [{"role": "system", "content": instructions}] if instructions else []
+    for item in items:
+        if item["type"] == "message":
+            messages.append({"role": item["role"], "content": text_of(item["content"])})
+        elif item["type"] == "function_call":
+            call = {"id": item["call_id"], "type": "function",
+                    "function": {"name": item["name"], "arguments": item["arguments"]}}
+            if messages and messages[-1]["role"] == "assistant" and messages[-1].get("tool_calls"):
+                messages[-1]["tool_calls"].append(call)  # calls side by side are one turn
+            else:
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif item["type"] == "function_call_output":
+            messages.append({"role": "tool", "tool_call_id": item["call_id"],
+                             "content": text_of(item["output"])})
+    return messages
+
+
+def chat_request(body, items):
+    """The chat request a Responses request stands for: what the policy and the usage read."""
+    fields = ("name", "description", "parameters")
+    tools = [{"type": "function", "function": {key: tool[key] for key in fields if key in tool}}
+             for tool in body.get("tools") or []]
+    choice = body.get("tool_choice", "auto")
+    if isinstance(choice, dict):  # {"type": "function", "name": ...}: the chat shape nests the name
+        choice = {"type": "function", "function": {"name": choice["name"]}}
+    chat = {"model": body["model"], "messages": chat_messages(items, body.get("instructions")),
+            "tools": tools, "tool_choice": choice,
+            "max_completion_tokens": body.get("max_output_tokens")}
+    form = (body.get("text") or {}).get("format") or {"type": "text"}
+    if form["type"] == "json_schema":  # name and schema at the top: the chat shape nests them
+        chat["response_format"] = {"type": "json_schema", "json_schema": form}
+    elif form["type"] == "json_object":
+        chat["response_format"] = form
+    if body.get("parallel_tool_calls") is not None:
+        chat["parallel_tool_calls"] = body["parallel_tool_calls"]
+    return chat
+
+
+def output_items(message, status):
+    """The output items for an assistant message: its text as a message item, a function_call item
+    for each call (openai 3.63 response_output_message.py, response_function_tool_call.py)."""
+    items = []
+    if message.get("content"):
+        text = {"type": "output_text", "text": message["content"], "annotations": [],
+                "logprobs": []}
+        items.append({"id": f"msg_{uuid.uuid4().hex}", "type": "message", "status": status,
+                      "role": "assistant", "content": [text]})
+    for call in message.get("tool_calls") or []:
+        items.append({"id": f"fc_{uuid.uuid4().hex}", "type": "function_call", "status": status,
+                      "call_id": call["id"], "name": call["function"]["name"],
+                      "arguments": call["function"]["arguments"]})
+    return items
+
+
+def response_object(spec, body, chat, cached=0):
+    """The response for a reply spec (openai 3.63 types/responses/response.py): incomplete when
+    max_output_tokens cut it short, with usage in the Responses API's words."""
+    message, finish, usage = assemble(spec, chat, cached)
+    status = "incomplete" if finish == "length" else "completed"
+    if usage:
+        usage = {"input_tokens": usage["prompt_tokens"],
+                 "input_tokens_details": {"cached_tokens": cached},
+                 "output_tokens": usage["completion_tokens"],
+                 "output_tokens_details": {"reasoning_tokens": 0},
+                 "total_tokens": usage["total_tokens"]}
+    cut = {"reason": "max_output_tokens"} if status == "incomplete" else None
+    return {"id": f"resp_{uuid.uuid4().hex}", "object": "response", "created_at": int(time.time()),
+            "status": status, "error": None, "incomplete_details": cut,
+            "instructions": body.get("instructions"), "model": body["model"],
+            "output": output_items(message, status), "usage": usage,
+            "max_output_tokens": body.get("max_output_tokens"),
+            "parallel_tool_calls": body.get("parallel_tool_calls", True),
+            "previous_response_id": body.get("previous_response_id"),
+            "store": body.get("store", True),
+            "text": body.get("text") or {"format": {"type": "text"}},
+            "tool_choice": body.get("tool_choice", "auto"), "tools": body.get("tools") or [],
+            "metadata": body.get("metadata") or {}}
+
+
+def response_events(response):
+    """A response as the Responses API streams it: response.created and .in_progress; each output
+    item added, its text or arguments in deltas, done; then response.completed (or .incomplete).
+    Each event says its type and sequence_number, and no [DONE] ends the stream (OpenAI's streaming
+    events reference; openai 3.63 types/responses/*_event.py)."""
+    events = []
+
+    def event(kind, **fields):
+        data = {"type": kind, "sequence_number": len(events), **fields}
+        events.append(f"event: {kind}\ndata: {json.dumps(data)}\n\n")
+
+    started = {**response, "status": "in_progress", "output": [], "usage": None,
+               "incomplete_details": None}
+    event("response.created", response=started)
+    event("response.in_progress", response=started)
+    for index, item in enumerate(response["output"]):
+        at = {"item_id": item["id"], "output_index": index}
+        if item["type"] == "message":
+            part, text = item["content"][0], item["content"][0]["text"]
+            event("response.output_item.added", output_index=index,
+                  item={**item, "status": "in_progress", "content": []})
+            event("response.content_part.added", **at, content_index=0, part={**part, "text": ""})
+            for piece in pieces(text):
+                event("response.output_text.delta", **at, content_index=0, delta=piece, logprobs=[])
+            event("response.output_text.done", **at, content_index=0, text=text, logprobs=[])
+            event("response.content_part.done", **at, content_index=0, part=part)
+        else:
+            event("response.output_item.added", output_index=index,
+                  item={**item, "status": "in_progress", "arguments": ""})
+            for piece in pieces(item["arguments"]):
+                event("response.function_call_arguments.delta", **at, delta=piece)
+            event("response.function_call_arguments.done", **at, name=item["name"],
+                  arguments=item["arguments"])
+        event("response.output_item.done", output_index=index, item=item)
+    event(f"response.{response['status']}", response=response)
+    return events
+
+
+def responses_reply(server, body, groq):
+    """A Responses request's reply: a 400 or 404 for a bad request, else the next scripted reply
+    or the policy's, with the chat request that stands for it and the conversation to store."""
+    if not isinstance(body, dict):
+        return error(400, "We could not parse the JSON body of your request: the API expects a "
+                          "JSON object.")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        return missing("model")
+    if model not in server.models:
+        return model_not_found(model, server.models)
+    items, problem = responses_items(server, body, groq)
+    if problem:
+        return problem
+    stored = items if body.get("store", True) is not False and not groq else None
+    reply = server.next_reply() or {"policy": True}
+    return {**reply, "chat": chat_request(body, items), "items": stored}
+
+
+# ---------------------------------------------------------------------------------------------
 # Routes: the real paths only, as Groq serves them under /openai/v1 and OpenAI under /v1.
 
 def unknown_url(method, path):
@@ -1561,6 +1899,8 @@ def respond(server, method, path, headers, body):
     endpoint, rest = route.groups() if route else (None, None)
     if method == "POST" and endpoint == "chat/completions" and rest is None:
         return chat_reply(server, body, groq=path.startswith("/openai/"))
+    if method == "POST" and endpoint == "responses" and rest is None:
+        return responses_reply(server, body, groq=path.startswith("/openai/"))
     if method == "GET" and endpoint == "models":
         return models_reply(server, rest)
     return unknown_url(method, path)  # Groq's answer for a wrong path and for a wrong method alike
@@ -1658,13 +1998,24 @@ class Handler(BaseHTTPRequestHandler):
         if reply.get("drop"):
             self.close_connection = True  # hang up without a word, like a crashed proxy
             return
-        spec = policy(body) if reply.get("policy") else reply
+        chat = reply.get("chat", body)  # a Responses request: the chat request it stands for
+        spec = policy(chat) if reply.get("policy") else reply
         if "status" in spec:
             self.send_body(spec["status"], spec.get("body"), spec.get("headers"), spec.get("content_type"))
             return
-        cached = self.server.cache.cached_tokens(body["model"], prompt_text(body))  # a prompt read: cached
-        if body.get("stream"):
-            self.send_stream(spec, body, cached)
+        # a prompt read: cached
+        cached = self.server.cache.cached_tokens(chat["model"], prompt_text(chat))
+        if "chat" in reply:
+            response = response_object(spec, body, chat, cached)
+            self.server.store(response["id"], reply["items"], response["output"])
+            if not body.get("stream"):
+                self.send_body(200, response)
+            elif "events" in spec:
+                self.send_stream(*scripted_events(spec, chat, self.request_id))
+            else:
+                self.send_stream(response_events(response), complete=False)  # no [DONE]
+        elif body.get("stream"):
+            self.send_stream(*scripted_events(spec, body, self.request_id, cached))
         else:
             self.send_body(200, completion(spec, body, self.request_id, cached))
 
@@ -1689,8 +2040,8 @@ class Handler(BaseHTTPRequestHandler):
         elif self.command != "HEAD":
             self.write(data)
 
-    def send_stream(self, spec, body, cached=0):
-        events, complete = scripted_events(spec, body, self.request_id, cached)
+    def send_stream(self, events, complete):
+        """Send SSE events, then data: [DONE] if complete (a Chat Completions stream that ended)."""
         if self.faults.get("cut_after") is not None:
             events, complete = events[:self.faults["cut_after"]], False
         events = [KEEP_ALIVE] * self.faults.get("keepalive", 0) + events
@@ -1743,6 +2094,7 @@ class DemoServer(ThreadingHTTPServer):
         self.requests = [] if keep is None else deque(maxlen=keep)
         self.script = deque()
         self.cache = PromptCache()
+        self.stored = {}  # response id -> its conversation as input items (previous_response_id)
         self.lock = threading.Lock()  # handler threads share the queue and the record
         self.stopping = threading.Event()  # set by stop(): ends trickles and held-open replies
         self.thread = None
@@ -1782,6 +2134,15 @@ class DemoServer(ThreadingHTTPServer):
     def next_reply(self):
         with self.lock:
             return self.script.popleft() if self.script else None
+
+    def store(self, response_id, items, output):
+        """Keep a response's conversation (None: not stored), the latest KEEP_RESPONSES of them."""
+        if items is None:
+            return
+        with self.lock:
+            self.stored[response_id] = items + output
+            while len(self.stored) > KEEP_RESPONSES:
+                del self.stored[next(iter(self.stored))]  # dicts keep their order: the oldest goes
 
     def record(self, method, path, headers, body):
         entry = {"method": method, "path": path, "headers": {k.lower(): v for k, v in headers.items()},

@@ -1748,3 +1748,182 @@ def test_the_model_carries_on_from_a_summary_in_any_words(demo, wrap):
     assert step(demo, history, TOOLS, "nothing here\n") == ("read_file", {"path": "b.txt"})
     answer = reply_message(demo, chat(*history, tools=TOOLS))["content"]
     assert "PELICAN" in answer, answer
+
+
+# --- the Responses API -----------------------------------------------------------------------
+
+WEATHER_TOOL = {"type": "function", "name": "get_weather", "description": "The weather in a city.",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                               "required": ["city"]}}
+WEATHER_TASK = "Use get_weather for Paris"
+WEATHER_ANSWER = "get_weather returned: Sunny, 18 C in Paris"
+
+
+def post_response(server, body, path="/v1/responses"):
+    return request(server, "POST", path, {"model": "demo", **body})
+
+
+def weather_output(call):
+    return {"type": "function_call_output", "call_id": call.call_id,
+            "output": f"Sunny, 18 C in {json.loads(call.arguments)['city']}"}
+
+
+def test_responses_create_holds_a_tool_conversation(demo):
+    """client.responses.create: the model calls the client's function tool; the client sends the
+    output items back with a function_call_output, as OpenAI's function-calling guide does; the
+    model answers from it, with usage in input_tokens and output_tokens."""
+    sdk = client(demo)
+    history = [{"role": "user", "content": WEATHER_TASK}]
+    first = sdk.responses.create(model="demo", input=history, tools=[WEATHER_TOOL])
+    (call,) = first.output
+    assert (first.status, call.type, call.name, json.loads(call.arguments)) == (
+        "completed", "function_call", "get_weather", {"city": "Paris"})
+    history += [*first.output, weather_output(call)]
+    second = sdk.responses.create(model="demo", input=history, tools=[WEATHER_TOOL])
+    assert second.output_text == WEATHER_ANSWER
+    usage = second.usage
+    assert usage.input_tokens > first.usage.input_tokens and usage.output_tokens > 0
+    assert usage.total_tokens == usage.input_tokens + usage.output_tokens
+    assert [r["path"] for r in demo.requests] == ["/v1/responses"] * 2
+
+
+def stream_events_of(text):
+    """(event name, data) of each event of a Responses stream."""
+    blocks = [block.split("\n") for block in sse_events(text)]
+    return [(name.removeprefix("event: "), json.loads(data.removeprefix("data: ")))
+            for name, data in blocks]
+
+
+def test_a_streamed_response_sends_the_documented_events_in_order(demo):
+    """OpenAI's streaming events: created, in_progress, the item added, a content part, the text in
+    deltas, the text, part and item done, completed; each event's name is its type, sequence
+    numbers count from 0, and no [DONE] ends the stream."""
+    status, headers, text = post_response(demo, {"input": "hi", "stream": True})
+    assert status == 200 and headers["Content-Type"] == "text/event-stream"
+    assert "[DONE]" not in text
+    events = stream_events_of(text)
+    names = [name for name, _ in events]
+    deltas = names.count("response.output_text.delta")
+    assert deltas > 1 and names == [
+        "response.created", "response.in_progress", "response.output_item.added",
+        "response.content_part.added", *["response.output_text.delta"] * deltas,
+        "response.output_text.done", "response.content_part.done", "response.output_item.done",
+        "response.completed"]
+    assert [data["type"] for _, data in events] == names
+    assert [data["sequence_number"] for _, data in events] == list(range(len(events)))
+    said = "".join(data["delta"] for name, data in events if name == "response.output_text.delta")
+    final = events[-1][1]["response"]
+    assert said == demo_model.HELLO == final["output"][0]["content"][0]["text"]
+    assert events[0][1]["response"]["status"] == "in_progress"
+
+
+def test_a_streamed_tool_call_comes_as_argument_deltas_and_the_sdk_assembles_it(demo):
+    sdk = client(demo)
+    history = [{"role": "user", "content": WEATHER_TASK}]
+    with sdk.responses.stream(model="demo", input=history, tools=[WEATHER_TOOL]) as stream:
+        names = [event.type for event in stream]
+        first = stream.get_final_response()
+    assert names == ["response.created", "response.in_progress", "response.output_item.added",
+                     "response.function_call_arguments.delta",
+                     "response.function_call_arguments.done", "response.output_item.done",
+                     "response.completed"]
+    (call,) = first.output
+    history += [*first.output, weather_output(call)]
+    answer = sdk.responses.create(model="demo", input=history, tools=[WEATHER_TOOL], stream=True)
+    deltas = [event.delta for event in answer if event.type == "response.output_text.delta"]
+    assert "".join(deltas) == WEATHER_ANSWER
+
+
+CALL = {"type": "function_call", "call_id": "c1", "name": "get_weather",
+        "arguments": '{"city": "Paris"}'}
+OUTPUT = {"type": "function_call_output", "call_id": "c1", "output": "Sunny"}
+TASK = user(WEATHER_TASK)
+BAD_REQUESTS = [  # the body sent, then OpenAI's message, param and code (tests/wire.md 4)
+    pytest.param({"input": [TASK, {**OUTPUT, "call_id": "nope"}]},
+                 "No tool call found for function call output with call_id nope.", "input", None,
+                 id="output-answers-no-call"),
+    pytest.param({"input": [TASK, CALL]}, "No tool output found for function call c1.", "input",
+                 None, id="call-unanswered"),
+    pytest.param({"input": [TASK, OUTPUT, CALL]},
+                 "No tool call found for function call output with call_id c1.", "input", None,
+                 id="output-before-its-call"),
+    pytest.param({"input": "hi", "messages": []}, "Unknown parameter: 'messages'.", "messages",
+                 "unknown_parameter", id="unknown-field"),
+    pytest.param({"input": [TASK, {**CALL, "parsed_arguments": None}, OUTPUT]},
+                 f"Unknown parameter: 'input[1].parsed_arguments'. {demo_model.SEND_BACK}",
+                 "input[1].parsed_arguments", "unknown_parameter", id="sdk-field"),
+    pytest.param({"input": [{"type": "function_call_output", "output": "x"}]},
+                 "Missing required parameter: 'input[0].call_id'.", "input[0].call_id",
+                 "missing_required_parameter", id="missing-call-id"),
+    pytest.param({"input": "hi", "tools": [{"type": "function", "function": {"name": "x"}}]},
+                 "Missing required parameter: 'tools[0].name'.", "tools[0].name",
+                 "missing_required_parameter", id="chat-shaped-tool"),
+    pytest.param({"input": {"role": "user", "content": "hi"}},
+                 "Invalid type for 'input': expected a string or an array of input items, but "
+                 "got an object instead.", "input", "invalid_type", id="input-object"),
+    pytest.param({"input": [{"role": "bot", "content": "hi"}]},
+                 "Invalid value: \"bot\". Supported values are: 'user', 'assistant', 'system', "
+                 "'developer'.", "input[0].role", "invalid_value", id="bad-role"),
+    pytest.param({"input": "hi", "max_output_tokens": 5},
+                 "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= "
+                 "16, but got 5 instead.", "max_output_tokens", "integer_below_min_value",
+                 id="few-tokens"),
+    pytest.param({"input": "hi", "tool_choice": {"type": "function", "name": "read_file"}},
+                 "Tool choice 'read_file' not found in 'tools' parameter.", "tool_choice", None,
+                 id="unknown-tool-choice"),
+]
+
+
+@pytest.mark.parametrize("body, message, param, code", BAD_REQUESTS)
+def test_a_bad_responses_request_gets_openais_400(demo, body, message, param, code):
+    status, _, reply = post_response(demo, {"tools": [WEATHER_TOOL], **body})
+    expected = {"message": message, "type": "invalid_request_error", "param": param}
+    assert (status, reply["error"]) == (400, {**expected, **({"code": code} if code else {})})
+
+
+def test_previous_response_id_continues_a_stored_response_on_openais_path_only(demo):
+    """OpenAI stores a response unless store is false, and previous_response_id carries its
+    conversation on; Groq keeps none ("doesn't support stateful conversations yet",
+    console.groq.com/docs/responses-api)."""
+    sdk = client(demo)
+    first = sdk.responses.create(model="demo", input=WEATHER_TASK, tools=[WEATHER_TOOL])
+    answer = sdk.responses.create(model="demo", previous_response_id=first.id, tools=[WEATHER_TOOL],
+                                  input=[weather_output(first.output[0])])
+    assert answer.output_text == WEATHER_ANSWER
+    unstored = sdk.responses.create(model="demo", input=WEATHER_TASK, tools=[WEATHER_TOOL],
+                                    store=False)
+    with pytest.raises(openai.BadRequestError) as caught:
+        sdk.responses.create(model="demo", previous_response_id=unstored.id, input="go on")
+    assert (caught.value.code, caught.value.body["message"]) == (
+        "previous_response_not_found", f"Previous response with id '{unstored.id}' not found.")
+    status, _, reply = post_response(demo, {"previous_response_id": first.id, "input": "go on"},
+                                     path="/openai/v1/responses")
+    assert (status, reply["error"]["param"]) == (400, "previous_response_id")
+
+
+def test_a_response_in_a_json_schema_format_is_parsed_from_the_tasks_facts(demo):
+    """responses.parse(text_format=Model) sends text.format json_schema; the answer fills it from
+    the task."""
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        capital: str
+        population: int
+
+    reply = client(demo).responses.parse(model="demo", input=CAPITAL, text_format=City)
+    assert reply.output_parsed == City(capital="Paris", population=2100000)
+
+
+def test_a_response_cut_by_max_output_tokens_is_incomplete(demo):
+    status, _, reply = post_response(demo, {"input": "hi", "max_output_tokens": 16})
+    assert (status, reply["status"], reply["incomplete_details"]) == (
+        200, "incomplete", {"reason": "max_output_tokens"})
+    text = reply["output"][0]["content"][0]["text"]
+    assert text == demo_model.HELLO[:16 * demo_model.CHARS_PER_TOKEN]
+    assert reply["usage"]["output_tokens"] == 16
+
+
+def test_a_wrong_model_on_the_responses_route_gets_the_404_naming_the_nearest(demo):
+    status, _, reply = post_response(demo, {"model": "gpt-oss-20b", "input": "hi"})
+    assert (status, reply["error"]["code"]) == (404, "model_not_found")
+    assert reply["error"]["message"].endswith("Did you mean `openai/gpt-oss-20b`?")
