@@ -1633,6 +1633,9 @@ def check_function_tools(body):
         if tool.get("parameters") is not None and not isinstance(tool["parameters"], dict):
             return wrong_type(f"{at}.parameters", "an object", tool["parameters"])
     choice = body.get("tool_choice", "auto")
+    if choice not in ("auto", "none") and not tools:  # a call is required, but of no tool
+        return error(400, "Invalid value for 'tool_choice': 'tool_choice' is only allowed when "
+                          "'tools' are specified.", param="tool_choice")  # chat's words
     if choice in TOOL_CHOICES:
         return None
     named = isinstance(choice, dict) and isinstance(choice.get("name"), str)

@@ -1871,6 +1871,9 @@ BAD_REQUESTS = [  # the body sent, then OpenAI's message, param and code (tests/
     pytest.param({"input": "hi", "tool_choice": {"type": "function", "name": "read_file"}},
                  "Tool choice 'read_file' not found in 'tools' parameter.", "tool_choice", None,
                  id="unknown-tool-choice"),
+    pytest.param({"input": "hi", "tools": [], "tool_choice": "required"},
+                 "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are "
+                 "specified.", "tool_choice", None, id="required-with-no-tools"),
 ]
 
 
