@@ -1995,7 +1995,8 @@ class Handler(BaseHTTPRequestHandler):
             size -= len(got)
 
     def send_reply(self, reply, body):
-        """Send a reply spec: wait or hang up if it says so, then a status reply, a stream or a completion."""
+        """Send a reply spec: wait or hang up if it says so, then a status reply, a stream, a
+        completion or a response."""
         self.faults = reply  # the scripted item's transport keys (trickle, keepalive...) hold for the policy too
         time.sleep(reply.get("delay", 0))
         if reply.get("drop"):
