@@ -1,4 +1,4 @@
-r"""The offline demo model: a tiny rule-based "model" behind a real Chat Completions endpoint.
+r"""The offline demo model: a rule-based "model" behind a Chat Completions and a Responses endpoint.
 
 It speaks the Groq/OpenAI wire format (JSON, and SSE when "stream" is true), rejects what Groq rejects
 for the model asked for, answers simple file tasks with tool calls, and calls a client's own tools when
@@ -106,11 +106,57 @@ MESSAGE_KEYS = {
 # "is supported on models that support reasoning"; kimi-k2 answers "property 'reasoning' is unsupported"
 # [musistudio/llms#64].
 REASONING_KEY = "reasoning"
+# What OpenAI documents on a message besides (openai 3.63 types/chat/
+# chat_completion_{system,developer,user,assistant}_message_param.py): a `name` on every role but
+# tool; on an assistant message `refusal`, `audio` and a null `function_call`; and `annotations`,
+# which OpenAI returns on every assistant message and its guide appends back as it came. Taken on
+# OpenAI's path (/v1) for OpenAI's own models only: the demo and Groq's models keep Groq's rules
+# everywhere, so a loop that sends model_dump() back fails offline as it would on Groq.
+OPENAI_MESSAGE_KEYS = {"system": {"name"}, "developer": {"name"}, "user": {"name"},
+                       "assistant": {"name", "refusal", "audio", "annotations"}}
+OPENAI_MODELS = re.compile(r"^(gpt-|o\d|chatgpt-)")  # Groq names its copies "openai/gpt-oss-..."
+# Fields the openai SDK's .parse() and .stream() helpers leave on what they return: in no server's
+# message type (OpenAI's older models answered "Additional properties are not allowed ('parsed'
+# ... were unexpected)" [openai/openai-node#1161]). A 400 that names one says how to send it back.
+SDK_FIELDS = ("parsed", "parsed_arguments", "index")
+SEND_BACK = ("'parsed', 'parsed_arguments' and a tool call's 'index' are the openai SDK's own "
+             "fields (its .parse() and .stream() helpers add them), not the API's: send back only "
+             "what the API documents (a chat message as a dict of role, content and tool_calls, "
+             "each with id, type and function: name and arguments), or drop them with "
+             "model_dump(exclude=...).")
 # Content arrays each role takes, by part type (the same type files; system arrays hold text parts only).
 PART_TYPES = {"system": ["text"], "developer": ["text"], "user": ["text", "image_url", "document"],
               "assistant": ["text"], "tool": ["text", "image_url", "document"]}
 ROLES_TEXT = "'system', 'assistant', 'user', 'function', 'tool', and 'developer'"
-ROUTE = re.compile(r"(?:/openai)?/v1/(chat/completions|models)(?:/(.+))?")
+ROUTE = re.compile(r"(?:/openai)?/v1/(chat/completions|responses|models)(?:/(.+))?")
+
+# The Responses API: POST /v1/responses (Groq serves it under /openai/v1 too,
+# console.groq.com/docs/responses-api). Its request fields: openai 3.63
+# types/responses/response_create_params.py; any other is OpenAI's 400 "Unknown parameter"
+# [pydantic/pydantic-ai#3653].
+RESPONSES_KEYS = (
+    "model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls",
+    "max_output_tokens", "max_tool_calls", "stream", "stream_options", "temperature", "top_p",
+    "top_logprobs", "store", "previous_response_id", "conversation", "metadata", "user",
+    "safety_identifier", "reasoning", "text", "include", "truncation", "service_tier", "background",
+    "prompt", "prompt_cache_key", "prompt_cache_retention", "context_management",
+)
+# The input items the demo reads: the keys each takes, and those it must have (openai 3.63
+# types/responses/: easy_input_message_param.py, response_output_message_param.py,
+# response_function_tool_call_param.py, response_input_param.py, response_reasoning_item_param.py).
+# A message may leave out its type.
+ITEM_KEYS = {
+    "message": ({"type", "role", "content", "id", "status", "phase"}, ("role", "content")),
+    "function_call": ({"type", "call_id", "name", "arguments", "id", "status", "namespace",
+                       "caller"}, ("call_id", "name", "arguments")),
+    "function_call_output": ({"type", "call_id", "output", "id", "status", "name", "namespace",
+                              "caller"}, ("call_id", "output")),
+    "reasoning": ({"type", "id", "summary", "content", "encrypted_content", "status"},
+                  ("id", "summary")),
+}
+ITEM_ROLES = ("user", "assistant", "system", "developer")
+MIN_OUTPUT_TOKENS = 16  # OpenAI's floor for max_output_tokens [vectorize-io/hindsight#58]
+KEEP_RESPONSES = 256    # responses a previous_response_id can name, per server: bounded memory
 
 LIST_WORDS = re.compile(r"\b(list|files|directory|folder|ls)\b", re.IGNORECASE)
 WRITE_WORDS = re.compile(r"\b(write|create|save)\b", re.IGNORECASE)
@@ -119,7 +165,13 @@ COUNT_NAMES = re.compile(r"count|number|total", re.IGNORECASE)  # integer proper
 FINAL_TOOLS = re.compile(r"final|submit|answer", re.IGNORECASE)  # tools that take the final answer
 NOT_FILE_NAMES = {"e.g", "i.e"}
 ID_WORDS = re.compile(r"\b[A-Za-z][A-Za-z0-9]*-\d+\b|\b\d+\b")  # ids as tasks write them: DEMO-42, #1234
-PROPER_NOUN = re.compile(r"(?<=\s)[A-Z][a-z]+\b")  # a capitalised word past the first: "Use get_weather for Paris"
+# A capitalised word inside a sentence: "Use get_weather for Paris" -> Paris. Not one that starts
+# a line or follows a colon: smolagents sends "New task:\nUse get_weather for Paris", no request
+# about "Use".
+PROPER_NOUN = re.compile(r"(?<=[^\S\n])(?<![.!?:]\s)[A-Z][a-z]+\b")
+# Properties for the answer itself: they take what the model says before a guess from the task.
+SAYING_NAMES = re.compile(r"answer|summary|result|response|reply|text|message|explanation",
+                          re.IGNORECASE)
 # Tools that only look, named by their first word: safe to call first for a value a tool needs ("get_ticket").
 READ_VERBS = ("get", "read", "fetch", "show", "describe", "view", "lookup")
 MCP_SEPARATOR = "__"            # a tool offered from an MCP server is named <server>__<tool>
@@ -388,8 +440,22 @@ def check_content(where, role, msg):
     return f"('{at}' : value must be a string)"
 
 
-def check_fields(where, role, msg):
-    """The first problem with a message's fields, in Groq's words, or None."""
+def check_openai_fields(where, msg):
+    """The first problem with the fields OpenAI documents on a message, or None."""
+    if msg.get("refusal") is not None and not isinstance(msg["refusal"], str):
+        return f"('{where}.refusal' : value must be a string)"
+    if msg.get("annotations") is not None and not isinstance(msg["annotations"], list):
+        return f"('{where}.annotations' : value must be an array)"
+    audio = msg.get("audio")
+    if audio is not None and not (isinstance(audio, dict) and list(audio) == ["id"]
+                                  and isinstance(audio["id"], str)):
+        return f"('{where}.audio' : value must be an object with a string 'id')"
+    return None
+
+
+def check_fields(where, role, msg, openai=False):
+    """The first problem with a message's fields, in Groq's words, or None. openai: OpenAI's own
+    rules, where a null function_call is allowed (its type is Optional there)."""
     if role == "tool":
         if "tool_call_id" not in msg:
             return f"('{where}.tool_call_id' : property 'tool_call_id' is missing)"
@@ -402,6 +468,8 @@ def check_fields(where, role, msg):
     if msg.get(REASONING_KEY) is not None and not isinstance(msg[REASONING_KEY], str):
         return f"('{where}.reasoning' : value must be a string)"  # Optional[str]
     call = msg.get("function_call", {})
+    if call is None and openai:
+        call = {}
     if not isinstance(call, dict) or any(k not in ("name", "arguments") or not isinstance(v, str)
                                          for k, v in call.items()):
         return f"('{where}.function_call' : value must be an object)"  # null too: the type is not Optional
@@ -409,7 +477,7 @@ def check_fields(where, role, msg):
         problem = check_tool_calls(where, msg["tool_calls"])
         if problem:
             return problem
-    return check_content(where, role, msg)
+    return (openai and check_openai_fields(where, msg)) or check_content(where, role, msg)
 
 
 def reasons(model):
@@ -417,8 +485,9 @@ def reasons(model):
     return bool(REASONING_MODELS.search(model))
 
 
-def check_message(i, msg, reasoning=False):
-    """The first problem with messages[i] as Groq words it, or None; reasoning: the model takes `reasoning` back."""
+def check_message(i, msg, reasoning=False, openai=False):
+    """The first problem with messages[i] as Groq words it, or None; reasoning: the model takes
+    `reasoning` back; openai: the message also takes what OpenAI documents on it."""
     where = f"messages.{i}"
     if not isinstance(msg, dict):
         return error(400, f"'{where}' : value must be an object")
@@ -434,15 +503,18 @@ def check_message(i, msg, reasoning=False):
                           "minimum length 1, but got an empty array instead.",
                      param=f"messages[{i}].tool_calls", code="empty_array")
     keys = MESSAGE_KEYS[role] | ({REASONING_KEY} if reasoning and role == "assistant" else set())
+    keys |= OPENAI_MESSAGE_KEYS.get(role, set()) if openai else set()
     # Groq lists every unsupported key of the message; past those, the first problem is enough.
     problems = [f"('{where}' : property '{k}' is unsupported)" for k in msg if k not in keys]
     if not problems:
-        problem = check_fields(where, role, msg)
+        problem = check_fields(where, role, msg, openai)
         problems = [problem] if problem else []
-    if problems:
-        return error(400, f"'{where}' : for 'role:{role}' the following must be satisfied"
-                          f"[{', '.join(problems)}]")
-    return None
+    if not problems:
+        return None
+    said = f"'{where}' : for 'role:{role}' the following must be satisfied[{', '.join(problems)}]"
+    sdk = any(f"property '{field}' is unsupported" in problem
+              for problem in problems for field in SDK_FIELDS)
+    return error(400, f"{said} {SEND_BACK}" if sdk else said)
 
 
 def check_pairing(messages):
@@ -490,8 +562,9 @@ def validate(body, groq=False):
         problem = check(body)
         if problem:
             return problem
+    openai = not groq and bool(OPENAI_MODELS.match(body["model"]))
     for i, msg in enumerate(body["messages"]):
-        problem = check_message(i, msg, reasons(body["model"]))
+        problem = check_message(i, msg, reasons(body["model"]), openai)
         if problem:
             return problem
     return check_pairing(body["messages"])
@@ -573,22 +646,56 @@ def fill_array(schema, name, facts, root, depth):
 
 
 def fill_string(schema, name, facts, root, depth):
-    """A result line that names this property, else the answer, else a fact the task or a result gives for it,
-    else quoted text from the task, else a capitalised word of it ("Paris")."""
+    """A result line that names this property, else what the task says it is ("the city is
+    Paris"), else the answer from the results, else a fact the task or a result gives for it, else
+    quoted text from the task, else a capitalised word of it ("Paris"), else what the model said.
+    A property for the answer itself ("answer", "summary"...) takes what the model said before
+    any guess."""
     words = [w for w in re.split(r"[\W_]+", name.lower()) if len(w) > 2]
     line = next((line for line in facts["lines"] if any(w in line.lower() for w in words)), None)
     noun = PROPER_NOUN.search(prose(facts["task"]))
-    text = (line or facts["answer"] or fact(name, "string", facts) or facts["quoted"] or (noun and noun.group())
-            or "example")
+    guesses = [line, phrase_for(name, facts["task"]), facts["answer"], fact(name, "string", facts),
+               facts["quoted"], noun and noun.group()]
+    if SAYING_NAMES.search(name):
+        guesses.insert(3, facts["said"])
+    text = next((guess for guess in guesses + [facts["said"]] if guess), "example")
     return text[:schema["maxLength"]] if "maxLength" in schema else text
 
 
+def phrase_for(name, task):
+    """What the task says a property is, a few words on from its name.
+    Example: "capital", "The capital of France is Paris and ..." -> "Paris" """
+    words = r"[\s_-]+".join(re.escape(w) for w in re.split(r"[\W_]+", name) if w)
+    said = r"(?:\s+\w+){0,3}?\s+(?:is|are|was|were)\s+|\s*[:=]\s*"
+    found = words and re.search(rf"\b{words}\b(?:{said})([^.,;!?\n]+)", task, re.IGNORECASE)
+    return re.split(r"\s+and\s+", found.group(1).strip())[0] if found else None
+
+
+def number_near(name, texts):
+    """A number written next to a property's name in the first text that has one, or None.
+    Example: "population", ["The population of Paris is 2,100,000."] -> 2100000"""
+    words = r"[\s_-]+".join(re.escape(w) for w in re.split(r"[\W_]+", name) if w)
+    number = r"(-?\d[\d,]*(?:\.\d+)?)"
+    for text in texts if words else []:
+        after, before = rf"\b{words}\b(?:\W+\w+){{0,3}}?\W+{number}", rf"{number}\s+{words}\b"
+        found = re.search(f"{after}|{before}", text, re.IGNORECASE)
+        if found:
+            value = (found.group(1) or found.group(2)).replace(",", "")
+            return float(value) if "." in value else int(value)
+    return None
+
+
 def fill_number(schema, name, facts, root, depth):
-    """A fact the task or a result gives for this property, else a count from the results for a property named
-    like one, else 0; kept within minimum and maximum."""
-    value = fact(name, schema_type(schema), facts)
+    """A fact the task or a result gives for this property, else a number written next to its name
+    in the task or a result, else a count from the results for a property named like one, else 0;
+    kept within minimum and maximum."""
+    kind = schema_type(schema)
+    value = fact(name, kind, facts)
+    if value is None:
+        value = number_near(name, [facts["task"], *facts["results"]])
     if value is None:
         value = facts["count"] if COUNT_NAMES.search(name) and facts["count"] is not None else 0
+    value = int(value) if kind == "integer" else value
     low, high = schema.get("minimum", value), schema.get("maximum", value)
     return min(max(value, low), max(high, low))
 
@@ -1017,16 +1124,19 @@ def count_of(done, listed):
     return int(number.group()) if number else None
 
 
-def facts_for(task, done, answer=None):
-    """What fill() takes values from: the task, its files and quoted text, the last listing, a count, the result
-    objects (newest first) and, for an answer, the result lines (a property named like a word in a line gets it)."""
+def facts_for(task, done, answer=None, said=None):
+    """What fill() takes values from: the task, its files and quoted text, the last listing, a
+    count, the results (and their objects, newest first) and, for an answer, the result lines (a
+    property named like a word in a line gets it). said: the words of a reply with nothing to
+    report, for a field that wants an answer."""
     listed, files = last_listing(done), file_names(prose(task))
     quoted = re.search(r'"([^"]*)"', task)
     lines = [line.strip() for _, _, result in done for line in result.splitlines() if line.strip()]
     records = [record for _, _, result in reversed(done) for record in [parse_arguments(result)] if record]
-    return {"task": task, "files": files, "quoted": quoted.group(1) if quoted else None, "answer": answer,
-            "names": files if listed is None else listed, "count": count_of(done, listed),
-            "lines": lines if answer is not None else [], "records": records}
+    return {"task": task, "files": files, "quoted": quoted.group(1) if quoted else None,
+            "answer": answer, "said": said, "names": files if listed is None else listed,
+            "count": count_of(done, listed), "lines": lines if answer is not None else [],
+            "records": records, "results": [result for _, _, result in done]}
 
 
 def arguments_for(name, parameters, facts):
@@ -1153,23 +1263,47 @@ def obey(reply, choice, tools, task, done):
     if "status" in reply:
         return reply  # an error stays an error
     name = named or fitting_tool(tools)
-    answer = reply.get("content") if FINAL_TOOLS.search(name) else None
+    said = reply.get("content") if FINAL_TOOLS.search(name) else None
     why_this = f"names {name}" if named else f"requires a tool call, and {name} fits best"
-    arguments = arguments_for(name, tools[name], facts_for(task, done, answer))
+    # an answer from the results when there are some; else what the model said is no fact
+    facts = facts_for(task, done, said if done else None, said)
+    arguments = arguments_for(name, tools[name], facts)
     return {"reasoning": f"The request {why_this}, so I call it.",
             "tool_calls": [{"name": name, "arguments": arguments}]}
 
 
+def schema_in(messages):
+    """The first JSON schema written out in a message, or None: JSON mode with the shape in the
+    prompt, as instructor sends it.
+    Example: 'Answer in json like {"properties": {"a": {}}}' -> {"properties": {"a": {}}}"""
+    for message in messages:
+        text = text_of(message.get("content")) if isinstance(message, dict) else ""
+        for start in [m.start() for m in re.finditer(r"\{", text)]:
+            try:
+                value = json.JSONDecoder().raw_decode(text, start)[0]
+            except ValueError:
+                continue
+            if isinstance(value, dict) and isinstance(value.get("properties"), dict):
+                return value
+    return None
+
+
 def structured(reply, body, task, done):
-    """A text reply in the shape response_format asks for: {"answer": text} for json_object; for json_schema,
-    the schema filled from the tool results (checked against the schema: a mismatch is a bug here)."""
+    """A text reply in the shape response_format asks for: for json_schema the schema, and for
+    json_object a schema the prompt writes out (else {"answer": text}), filled from the task and
+    the tool results (and checked against the schema: a mismatch is a bug here)."""
     form = body.get("response_format") or {}
     if "content" not in reply or form.get("type") not in ("json_object", "json_schema"):
         return reply
-    if form["type"] == "json_object":
+    if form["type"] == "json_schema":
+        schema = form["json_schema"].get("schema") or {}
+    else:
+        schema = schema_in(body["messages"])
+    if schema is None:
         return {**reply, "content": json.dumps({"answer": reply["content"]})}
-    schema = form["json_schema"].get("schema") or {}
-    value = fill(schema, "", facts_for(task, done, reply["content"]))
+    # an answer from the results when there are some; else what the model said is no fact
+    said = reply["content"]
+    value = fill(schema, "", facts_for(task, done, said if done else None, said))
     problem = schema_problem(value, schema)
     assert problem is None, f"fill() wrote {value!r}, which breaks the schema: {problem}"
     return {**reply, "content": json.dumps(value)}
@@ -1396,6 +1530,319 @@ def parse_json(raw):
 
 
 # ---------------------------------------------------------------------------------------------
+# The Responses API: the same policy, reached through chat messages. Input items become messages
+# (function_call items an assistant message's tool_calls, function_call_output items tool
+# messages); the reply goes back as output items.
+
+def unknown(at, key):
+    """OpenAI's 400 for a field it does not take [pydantic/pydantic-ai#3653]; for one the openai
+    SDK adds, the demo also says how to send the item back."""
+    hint = f" {SEND_BACK}" if key in SDK_FIELDS else ""
+    return error(400, f"Unknown parameter: '{at}'.{hint}", param=at, code="unknown_parameter")
+
+
+def missing(at):
+    """OpenAI's 400 for a field left out [openai/codex#6725]."""
+    return error(400, f"Missing required parameter: '{at}'.", param=at,
+                 code="missing_required_parameter")
+
+
+def wrong_type(at, expected, value):
+    """OpenAI's words [Jeffser/Alpaca#904].
+    Example: "top_p", "a number", "1" -> "Invalid type for 'top_p': expected a number, but got
+    a string instead." """
+    got = {bool: "a boolean", int: "an integer", float: "a decimal number", str: "a string",
+           list: "an array", dict: "an object"}.get(type(value), "null")
+    return error(400, f"Invalid type for '{at}': expected {expected}, but got {got} instead.",
+                 param=at, code="invalid_type")
+
+
+def invalid_value(at, value, allowed):
+    """Example: "input[0].role", "bot", ITEM_ROLES -> "Invalid value: "bot". Supported values
+    are: 'user', 'assistant', 'system', 'developer'." """
+    said = ", ".join(map(repr, allowed))
+    return error(400, f"Invalid value: {json.dumps(value)}. Supported values are: {said}.",
+                 param=at, code="invalid_value")
+
+
+def check_item(i, item):
+    """The first problem with input[i]: its type, its keys (ITEM_KEYS) and their types, or None."""
+    at = f"input[{i}]"
+    if not isinstance(item, dict):
+        return wrong_type(at, "an object", item)
+    kind = item.get("type", "message")
+    if kind not in ITEM_KEYS:  # the demo names the kinds it reads, not every kind OpenAI has
+        return invalid_value(f"{at}.type", kind, ITEM_KEYS)
+    keys, required = ITEM_KEYS[kind]
+    extra = [key for key in item if key not in keys]
+    if extra:
+        return unknown(f"{at}.{extra[0]}", extra[0])
+    absent = [key for key in required if key not in item]
+    if absent:
+        return missing(f"{at}.{absent[0]}")
+    if kind == "message" and item["role"] not in ITEM_ROLES:
+        return invalid_value(f"{at}.role", item["role"], ITEM_ROLES)
+    for key in ("content", "output"):
+        if key in item and kind != "reasoning" and not isinstance(item[key], (str, list)):
+            return wrong_type(f"{at}.{key}", "a string or an array of content parts", item[key])
+    for key in ("call_id", "name", "arguments"):
+        if key in item and not isinstance(item[key], str):
+            return wrong_type(f"{at}.{key}", "a string", item[key])
+    return None
+
+
+def check_outputs(items):
+    """OpenAI's rules: a function_call_output answers a function_call before it
+    [continuedev/continue#10092], and every function_call is answered [anomalyco/opencode#16717]."""
+    calls, answered = [], set()
+    for item in items:
+        if item["type"] == "function_call":
+            calls.append(item["call_id"])
+        elif item["type"] == "function_call_output" and item["call_id"] not in calls:
+            return error(400, "No tool call found for function call output with call_id "
+                              f"{item['call_id']}.", param="input")
+        elif item["type"] == "function_call_output":
+            answered.add(item["call_id"])
+    for call in calls:
+        if call not in answered:
+            return error(400, f"No tool output found for function call {call}.", param="input")
+    return None
+
+
+def check_function_tools(body):
+    """Function tools as the Responses API takes them, name and parameters at the top: a tool in
+    the chat shape, {"type": "function", "function": {...}}, has no name
+    [diegosouzapw/OmniRoute#1914]. Then tool_choice: none, auto, required, or
+    {"type": "function", "name": ...} naming a tool given."""
+    tools = body.get("tools") or []
+    if not isinstance(tools, list):
+        return wrong_type("tools", "an array", tools)
+    for i, tool in enumerate(tools):
+        at = f"tools[{i}]"
+        if not isinstance(tool, dict):
+            return wrong_type(at, "an object", tool)
+        if tool.get("type") != "function":  # the demo runs no built-in tool (web_search...)
+            return invalid_value(f"{at}.type", tool.get("type"), ["function"])
+        if "name" not in tool:
+            return missing(f"{at}.name")
+        if not isinstance(tool["name"], str) or not re.fullmatch(r"[a-zA-Z0-9_-]+", tool["name"]):
+            # [openai/openai-dotnet#441]
+            return error(400, f"Invalid '{at}.name': string does not match pattern. Expected a "
+                              "string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
+                         param=f"{at}.name", code="invalid_value")
+        if tool.get("parameters") is not None and not isinstance(tool["parameters"], dict):
+            return wrong_type(f"{at}.parameters", "an object", tool["parameters"])
+    choice = body.get("tool_choice", "auto")
+    if choice not in ("auto", "none") and not tools:  # a call is required, but of no tool
+        return error(400, "Invalid value for 'tool_choice': 'tool_choice' is only allowed when "
+                          "'tools' are specified.", param="tool_choice")  # chat's words
+    if choice in TOOL_CHOICES:
+        return None
+    named = isinstance(choice, dict) and isinstance(choice.get("name"), str)
+    if not named or choice.get("type") != "function":
+        return invalid_value("tool_choice", choice, TOOL_CHOICES + ("a function",))
+    if choice["name"] not in [tool["name"] for tool in tools]:
+        return error(400, f"Tool choice '{choice['name']}' not found in 'tools' parameter.",
+                     param="tool_choice")
+    return None
+
+
+def check_settings(body):
+    """max_output_tokens (16 at least); text.format: text, json_object or a named json_schema."""
+    limit = body.get("max_output_tokens")
+    if limit is not None and not is_integer(limit):
+        return wrong_type("max_output_tokens", "an integer", limit)
+    if limit is not None and limit < MIN_OUTPUT_TOKENS:
+        return error(400, "Invalid 'max_output_tokens': integer below minimum value. Expected a "
+                          f"value >= {MIN_OUTPUT_TOKENS}, but got {limit} instead.",
+                     param="max_output_tokens", code="integer_below_min_value")
+    text = body.get("text") or {}
+    if not isinstance(text, dict):
+        return wrong_type("text", "an object", text)
+    form = text.get("format") or {"type": "text"}
+    if not isinstance(form, dict):
+        return wrong_type("text.format", "an object", form)
+    kinds = ("text", "json_object", "json_schema")
+    if form.get("type") not in kinds:
+        return invalid_value("text.format.type", form.get("type"), kinds)
+    for key in ("name", "schema") if form["type"] == "json_schema" else ():
+        if key not in form:
+            return missing(f"text.format.{key}")
+    return None
+
+
+def responses_items(server, body, groq):
+    """The request's whole conversation as input items (first a stored response's, when it names
+    one), and the first problem with the request, or None."""
+    for key in body:
+        if key not in RESPONSES_KEYS:
+            return None, unknown(key, key)
+    given = body.get("input")
+    if given is None:
+        return None, missing("input")
+    if not isinstance(given, (str, list)):
+        return None, wrong_type("input", "a string or an array of input items", given)
+    items = [{"role": "user", "content": given}] if isinstance(given, str) else given
+    for i, item in enumerate(items):
+        problem = check_item(i, item)
+        if problem:
+            return None, problem
+    earlier = body.get("previous_response_id")
+    if earlier is not None and groq:
+        # "The Responses API on Groq doesn't support stateful conversations yet"
+        # (console.groq.com/docs/responses-api); the words are the demo's
+        return None, error(400, "previous_response_id is not supported: Groq's Responses API "
+                                "keeps no conversation, so send all of it in `input`.",
+                           param="previous_response_id")
+    if earlier is not None and earlier not in server.stored:
+        # OpenAI's words [maximhq/bifrost#2441]
+        return None, error(400, f"Previous response with id '{earlier}' not found.",
+                           param="previous_response_id", code="previous_response_not_found")
+    items = server.stored.get(earlier, []) + [{"type": "message", **item} for item in items]
+    return items, check_outputs(items) or check_function_tools(body) or check_settings(body)
+
+
+def chat_messages(items, instructions=None):
+    """The chat messages the input items stand for, after the instructions as a system message.
+    Example: [user "hi", function_call c1, function_call_output c1] -> [user "hi", assistant with
+    tool_calls [c1], tool c1]"""
+    messages = [{"role": "system", "content": instructions}] if instructions else []
+    for item in items:
+        if item["type"] == "message":
+            messages.append({"role": item["role"], "content": text_of(item["content"])})
+        elif item["type"] == "function_call":
+            call = {"id": item["call_id"], "type": "function",
+                    "function": {"name": item["name"], "arguments": item["arguments"]}}
+            if messages and messages[-1]["role"] == "assistant" and messages[-1].get("tool_calls"):
+                messages[-1]["tool_calls"].append(call)  # calls side by side are one turn
+            else:
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif item["type"] == "function_call_output":
+            messages.append({"role": "tool", "tool_call_id": item["call_id"],
+                             "content": text_of(item["output"])})
+    return messages
+
+
+def chat_request(body, items):
+    """The chat request a Responses request stands for: what the policy and the usage read."""
+    fields = ("name", "description", "parameters")
+    tools = [{"type": "function", "function": {key: tool[key] for key in fields if key in tool}}
+             for tool in body.get("tools") or []]
+    choice = body.get("tool_choice", "auto")
+    if isinstance(choice, dict):  # {"type": "function", "name": ...}: the chat shape nests the name
+        choice = {"type": "function", "function": {"name": choice["name"]}}
+    chat = {"model": body["model"], "messages": chat_messages(items, body.get("instructions")),
+            "tools": tools, "tool_choice": choice,
+            "max_completion_tokens": body.get("max_output_tokens")}
+    form = (body.get("text") or {}).get("format") or {"type": "text"}
+    if form["type"] == "json_schema":  # name and schema at the top: the chat shape nests them
+        chat["response_format"] = {"type": "json_schema", "json_schema": form}
+    elif form["type"] == "json_object":
+        chat["response_format"] = form
+    if body.get("parallel_tool_calls") is not None:
+        chat["parallel_tool_calls"] = body["parallel_tool_calls"]
+    return chat
+
+
+def output_items(message, status):
+    """The output items for an assistant message: its text as a message item, a function_call item
+    for each call (openai 3.63 response_output_message.py, response_function_tool_call.py)."""
+    items = []
+    if message.get("content"):
+        text = {"type": "output_text", "text": message["content"], "annotations": [],
+                "logprobs": []}
+        items.append({"id": f"msg_{uuid.uuid4().hex}", "type": "message", "status": status,
+                      "role": "assistant", "content": [text]})
+    for call in message.get("tool_calls") or []:
+        items.append({"id": f"fc_{uuid.uuid4().hex}", "type": "function_call", "status": status,
+                      "call_id": call["id"], "name": call["function"]["name"],
+                      "arguments": call["function"]["arguments"]})
+    return items
+
+
+def response_object(spec, body, chat, cached=0):
+    """The response for a reply spec (openai 3.63 types/responses/response.py): incomplete when
+    max_output_tokens cut it short, with usage in the Responses API's words."""
+    message, finish, usage = assemble(spec, chat, cached)
+    status = "incomplete" if finish == "length" else "completed"
+    if usage:
+        usage = {"input_tokens": usage["prompt_tokens"],
+                 "input_tokens_details": {"cached_tokens": cached},
+                 "output_tokens": usage["completion_tokens"],
+                 "output_tokens_details": {"reasoning_tokens": 0},
+                 "total_tokens": usage["total_tokens"]}
+    cut = {"reason": "max_output_tokens"} if status == "incomplete" else None
+    return {"id": f"resp_{uuid.uuid4().hex}", "object": "response", "created_at": int(time.time()),
+            "status": status, "error": None, "incomplete_details": cut,
+            "instructions": body.get("instructions"), "model": body["model"],
+            "output": output_items(message, status), "usage": usage,
+            "max_output_tokens": body.get("max_output_tokens"),
+            "parallel_tool_calls": body.get("parallel_tool_calls", True),
+            "previous_response_id": body.get("previous_response_id"),
+            "store": body.get("store", True),
+            "text": body.get("text") or {"format": {"type": "text"}},
+            "tool_choice": body.get("tool_choice", "auto"), "tools": body.get("tools") or [],
+            "metadata": body.get("metadata") or {}}
+
+
+def response_events(response):
+    """A response as the Responses API streams it: response.created and .in_progress; each output
+    item added, its text or arguments in deltas, done; then response.completed (or .incomplete).
+    Each event says its type and sequence_number, and no [DONE] ends the stream (OpenAI's streaming
+    events reference; openai 3.63 types/responses/*_event.py)."""
+    events = []
+
+    def event(kind, **fields):
+        data = {"type": kind, "sequence_number": len(events), **fields}
+        events.append(f"event: {kind}\ndata: {json.dumps(data)}\n\n")
+
+    started = {**response, "status": "in_progress", "output": [], "usage": None,
+               "incomplete_details": None}
+    event("response.created", response=started)
+    event("response.in_progress", response=started)
+    for index, item in enumerate(response["output"]):
+        at = {"item_id": item["id"], "output_index": index}
+        if item["type"] == "message":
+            part, text = item["content"][0], item["content"][0]["text"]
+            event("response.output_item.added", output_index=index,
+                  item={**item, "status": "in_progress", "content": []})
+            event("response.content_part.added", **at, content_index=0, part={**part, "text": ""})
+            for piece in pieces(text):
+                event("response.output_text.delta", **at, content_index=0, delta=piece, logprobs=[])
+            event("response.output_text.done", **at, content_index=0, text=text, logprobs=[])
+            event("response.content_part.done", **at, content_index=0, part=part)
+        else:
+            event("response.output_item.added", output_index=index,
+                  item={**item, "status": "in_progress", "arguments": ""})
+            for piece in pieces(item["arguments"]):
+                event("response.function_call_arguments.delta", **at, delta=piece)
+            event("response.function_call_arguments.done", **at, name=item["name"],
+                  arguments=item["arguments"])
+        event("response.output_item.done", output_index=index, item=item)
+    event(f"response.{response['status']}", response=response)
+    return events
+
+
+def responses_reply(server, body, groq):
+    """A Responses request's reply: a 400 or 404 for a bad request, else the next scripted reply
+    or the policy's, with the chat request that stands for it and the conversation to store."""
+    if not isinstance(body, dict):
+        return error(400, "We could not parse the JSON body of your request: the API expects a "
+                          "JSON object.")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        return missing("model")
+    if model not in server.models:
+        return model_not_found(model, server.models)
+    items, problem = responses_items(server, body, groq)
+    if problem:
+        return problem
+    stored = items if body.get("store", True) is not False and not groq else None
+    reply = server.next_reply() or {"policy": True}
+    return {**reply, "chat": chat_request(body, items), "items": stored}
+
+
+# ---------------------------------------------------------------------------------------------
 # Routes: the real paths only, as Groq serves them under /openai/v1 and OpenAI under /v1.
 
 def unknown_url(method, path):
@@ -1403,8 +1850,19 @@ def unknown_url(method, path):
                       f"at {GROQ_DOCS}", code="unknown_url")
 
 
-def model_not_found(name):
-    return error(404, f"The model `{name}` does not exist or you do not have access to it.", code="model_not_found")
+def nearest(name, names):
+    """The name most like `name`, letter case aside.
+    Example: "gpt-oss-120b", MODELS -> "openai/gpt-oss-120b" """
+    lowered = {n.lower(): n for n in names}
+    close = difflib.get_close_matches(name.lower(), lowered, n=1, cutoff=0)
+    return lowered[close[0]] if close else None
+
+
+def model_not_found(name, models):
+    """Groq's and OpenAI's 404 (tests/wire.md 6), ending with the demo's own hint: the model it
+    serves that is nearest to the name asked for."""
+    return error(404, f"The model `{name}` does not exist or you do not have access to it. "
+                      f"Did you mean `{nearest(name, models)}`?", code="model_not_found")
 
 
 def model_object(name):
@@ -1417,7 +1875,8 @@ def models_reply(server, name):
     if name is None:
         return {"status": 200, "body": {"object": "list", "data": [model_object(n) for n in server.models]}}
     name = unquote(name)
-    return {"status": 200, "body": model_object(name)} if name in server.models else model_not_found(name)
+    return {"status": 200, "body": model_object(name)} if name in server.models else \
+        model_not_found(name, server.models)
 
 
 def chat_reply(server, body, groq):
@@ -1428,7 +1887,7 @@ def chat_reply(server, body, groq):
     if not isinstance(model, str) or not model:
         return error(400, "property 'model' is missing", param="model")
     if model not in server.models:
-        return model_not_found(model)
+        return model_not_found(model, server.models)
     if isinstance(body.get("messages"), list) and asks_to_sum_up(body["messages"]):
         return validate(body, groq) or {"content": summary(body["messages"])}  # scripted or not: the demo sums up
     return validate(body, groq) or server.next_reply() or {"policy": True}
@@ -1443,6 +1902,8 @@ def respond(server, method, path, headers, body):
     endpoint, rest = route.groups() if route else (None, None)
     if method == "POST" and endpoint == "chat/completions" and rest is None:
         return chat_reply(server, body, groq=path.startswith("/openai/"))
+    if method == "POST" and endpoint == "responses" and rest is None:
+        return responses_reply(server, body, groq=path.startswith("/openai/"))
     if method == "GET" and endpoint == "models":
         return models_reply(server, rest)
     return unknown_url(method, path)  # Groq's answer for a wrong path and for a wrong method alike
@@ -1534,19 +1995,31 @@ class Handler(BaseHTTPRequestHandler):
             size -= len(got)
 
     def send_reply(self, reply, body):
-        """Send a reply spec: wait or hang up if it says so, then a status reply, a stream or a completion."""
+        """Send a reply spec: wait or hang up if it says so, then a status reply, a stream, a
+        completion or a response."""
         self.faults = reply  # the scripted item's transport keys (trickle, keepalive...) hold for the policy too
         time.sleep(reply.get("delay", 0))
         if reply.get("drop"):
             self.close_connection = True  # hang up without a word, like a crashed proxy
             return
-        spec = policy(body) if reply.get("policy") else reply
+        chat = reply.get("chat", body)  # a Responses request: the chat request it stands for
+        spec = policy(chat) if reply.get("policy") else reply
         if "status" in spec:
             self.send_body(spec["status"], spec.get("body"), spec.get("headers"), spec.get("content_type"))
             return
-        cached = self.server.cache.cached_tokens(body["model"], prompt_text(body))  # a prompt read: cached
-        if body.get("stream"):
-            self.send_stream(spec, body, cached)
+        # a prompt read: cached
+        cached = self.server.cache.cached_tokens(chat["model"], prompt_text(chat))
+        if "chat" in reply:
+            response = response_object(spec, body, chat, cached)
+            self.server.store(response["id"], reply["items"], response["output"])
+            if not body.get("stream"):
+                self.send_body(200, response)
+            elif "events" in spec:
+                self.send_stream(*scripted_events(spec, chat, self.request_id))
+            else:
+                self.send_stream(response_events(response), complete=False)  # no [DONE]
+        elif body.get("stream"):
+            self.send_stream(*scripted_events(spec, body, self.request_id, cached))
         else:
             self.send_body(200, completion(spec, body, self.request_id, cached))
 
@@ -1571,8 +2044,8 @@ class Handler(BaseHTTPRequestHandler):
         elif self.command != "HEAD":
             self.write(data)
 
-    def send_stream(self, spec, body, cached=0):
-        events, complete = scripted_events(spec, body, self.request_id, cached)
+    def send_stream(self, events, complete):
+        """Send SSE events, then data: [DONE] if complete (a Chat Completions stream that ended)."""
         if self.faults.get("cut_after") is not None:
             events, complete = events[:self.faults["cut_after"]], False
         events = [KEEP_ALIVE] * self.faults.get("keepalive", 0) + events
@@ -1625,6 +2098,7 @@ class DemoServer(ThreadingHTTPServer):
         self.requests = [] if keep is None else deque(maxlen=keep)
         self.script = deque()
         self.cache = PromptCache()
+        self.stored = {}  # response id -> its conversation as input items (previous_response_id)
         self.lock = threading.Lock()  # handler threads share the queue and the record
         self.stopping = threading.Event()  # set by stop(): ends trickles and held-open replies
         self.thread = None
@@ -1664,6 +2138,15 @@ class DemoServer(ThreadingHTTPServer):
     def next_reply(self):
         with self.lock:
             return self.script.popleft() if self.script else None
+
+    def store(self, response_id, items, output):
+        """Keep a response's conversation (None: not stored), the latest KEEP_RESPONSES of them."""
+        if items is None:
+            return
+        with self.lock:
+            self.stored[response_id] = items + output
+            while len(self.stored) > KEEP_RESPONSES:
+                del self.stored[next(iter(self.stored))]  # dicts keep their order: the oldest goes
 
     def record(self, method, path, headers, body):
         entry = {"method": method, "path": path, "headers": {k.lower(): v for k, v in headers.items()},

@@ -1,10 +1,12 @@
 """Real clients against the offline model: each completes a two-turn tool conversation (the model calls the
-client's own tool, the client sends the result back the way its docs do, the model answers from it).
+client's own tool, the client sends the result back the way its docs do, the model answers from it),
+or answers with the shape it asks for, from the task's facts.
 
 The clients are test-only: `pip install -r tests/requirements.txt`. A test whose package is missing skips and says
 which. Nothing leaves 127.0.0.1 (an audit hook fails a test whose client tries): LiteLLM runs in its offline mode,
 and the Agents SDK's tracing is off.
 """
+import asyncio
 import json
 import sys
 
@@ -139,6 +141,67 @@ def test_openai_agents_runner_calls_a_function_tool(server):
                          tools=[agents.function_tool(get_weather)])
     assert agents.Runner.run_sync(agent, TASK).final_output == ANSWER
     assert echoed(server)["reasoning"] and len(server.requests) == 2
+
+
+def test_openai_agents_default_runner_calls_a_function_tool_over_the_responses_api(server):
+    """The Agents SDK's default model provider (OpenAIProvider) uses the Responses API: the Runner
+    sends its instructions, the function tool and, on the second turn, the function_call with its
+    output."""
+    agents = need("agents", "openai-agents")
+    openai = need("openai")
+    agents.set_tracing_disabled(True)
+    client = openai.AsyncOpenAI(base_url=server.url, api_key="sk-test", max_retries=0)
+    settings = agents.RunConfig(model_provider=agents.OpenAIProvider(openai_client=client))
+    agent = agents.Agent(name="weather", instructions="Use your tools.", model=REASONING_MODEL,
+                         tools=[agents.function_tool(get_weather)])
+    assert agents.Runner.run_sync(agent, TASK, run_config=settings).final_output == ANSWER
+    assert [request["path"] for request in server.requests] == ["/v1/responses"] * 2
+    sent = server.requests[-1]["body"]
+    assert sent["instructions"] == "Use your tools." and sent["tools"][0]["name"] == "get_weather"
+    assert [item.get("type", "message") for item in sent["input"]] == [
+        "message", "function_call", "function_call_output"]
+
+
+def test_openai_agents_default_runner_streams_over_the_responses_api(server):
+    """Runner.run_streamed reads the Responses API's events: the call's arguments, the answer."""
+    agents = need("agents", "openai-agents")
+    openai = need("openai")
+    agents.set_tracing_disabled(True)
+
+    async def run():
+        client = openai.AsyncOpenAI(base_url=server.url, api_key="sk-test", max_retries=0)
+        settings = agents.RunConfig(model_provider=agents.OpenAIProvider(openai_client=client))
+        agent = agents.Agent(name="weather", instructions="Use your tools.", model=REASONING_MODEL,
+                             tools=[agents.function_tool(get_weather)])
+        result = agents.Runner.run_streamed(agent, TASK, run_config=settings)
+        kinds = [event.type async for event in result.stream_events()]
+        return result.final_output, kinds
+
+    answer, kinds = asyncio.run(run())
+    assert answer == ANSWER and "raw_response_event" in kinds
+    assert [request["body"].get("stream") for request in server.requests] == [True, True]
+
+
+@pytest.mark.parametrize("api", ["OpenAIChatModel", "OpenAIResponsesModel"])
+def test_pydantic_ai_output_type_answers_from_the_tasks_facts(server, api):
+    """pydantic-ai's Agent with output_type: its final_result tool (tool_choice required) is
+    called with the task's facts, on Chat Completions and on the Responses API alike."""
+    need("pydantic_ai", "pydantic-ai-slim[openai]")
+    from pydantic import BaseModel
+    from pydantic_ai import Agent
+    from pydantic_ai.models import openai as models
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    class City(BaseModel):
+        capital: str
+        population: int
+
+    provider = OpenAIProvider(base_url=server.url, api_key="sk-test")
+    model = getattr(models, api)(PLAIN_MODEL, provider=provider)
+    answer = Agent(model, output_type=City).run_sync(
+        "The capital of France is Paris; its population is 2,100,000.").output
+    assert answer == City(capital="Paris", population=2100000)
+    assert server.requests[-1]["body"]["tool_choice"] == "required"
 
 
 def test_langchain_chat_openai_with_bind_tools(server):

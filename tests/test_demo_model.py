@@ -107,16 +107,21 @@ def test_models_lists_every_built_in_model_by_default(demo):
     assert {"demo", "openai/gpt-oss-120b", "llama-3.3-70b-versatile", "qwen/qwen3-32b"} <= set(demo_model.MODELS)
 
 
+# Groq's and OpenAI's 404 [wire.md 4.1.5, E12], its message ending with the demo's own hint: the
+# nearest name the server lists (tests/wire.md 6)
+NOT_FOUND = {"message": "The model `gpt-oss-120b` does not exist or you do not have access to it. "
+                        "Did you mean `openai/gpt-oss-120b`?",
+             "type": "invalid_request_error", "code": "model_not_found"}
+
+
 def test_a_model_outside_the_listing_gets_404_on_every_route(demo):
     """The listing and the 404 agree: a name the listing lacks (Groq's names carry a prefix) is refused by chat
     and by GET /models/{id} alike, with Groq's model_not_found body [wire.md 4.1.5, E12]."""
     listed = [m["id"] for m in request(demo, "GET", "/v1/models")[2]["data"]]
     assert "gpt-oss-120b" not in listed
-    not_found = {"message": "The model `gpt-oss-120b` does not exist or you do not have access to it.",
-                 "type": "invalid_request_error", "code": "model_not_found"}
     status, _, reply = post(demo, chat(user("hi"), model="gpt-oss-120b"))
-    assert (status, reply["error"]) == (404, not_found)
-    assert request(demo, "GET", "/v1/models/gpt-oss-120b")[2]["error"] == not_found
+    assert (status, reply["error"]) == (404, NOT_FOUND)
+    assert request(demo, "GET", "/v1/models/gpt-oss-120b")[2]["error"] == NOT_FOUND
     for name in listed:
         assert request(demo, "GET", "/v1/models/" + name.replace("/", "%2F"))[2]["id"] == name
         assert post(demo, chat(user("hi"), model=name))[0] == 200, name
@@ -150,12 +155,15 @@ def test_wrong_api_key_gets_groq_401():
         assert client(server, key="gsk_right").models.list().data[0].id == "demo"
 
 
-def test_unknown_model_gets_404_model_not_found():
-    with demo_model.start(models=["openai/gpt-oss-120b"]) as server:
+def test_unknown_model_gets_404_model_not_found_naming_the_nearest_model_served():
+    """The nearest name the server lists: a Groq name without its prefix, a name in other case."""
+    with demo_model.start(models=["openai/gpt-oss-120b", "llama-3.3-70b-versatile"]) as server:
         status, _, reply = post(server, chat(user("hi"), model="gpt-oss-120b"))
-    assert status == 404
-    assert reply["error"] == {"message": "The model `gpt-oss-120b` does not exist or you do not have access to it.",
-                              "type": "invalid_request_error", "code": "model_not_found"}
+        assert (status, reply["error"]) == (404, NOT_FOUND)
+        with pytest.raises(openai.NotFoundError) as caught:
+            client(server).chat.completions.create(model="Llama-3.3-70B-Versatile",
+                                                   messages=[user("hi")])
+    assert caught.value.body["message"].endswith("Did you mean `llama-3.3-70b-versatile`?")
 
 
 def test_every_response_carries_a_request_id(demo):
@@ -399,6 +407,110 @@ def test_sdk_empty_fields_are_rejected_even_when_empty(demo, field, value):
     error = rejection(demo, chat(user("List the files"), assistant, result("c1", "a.txt"), tools=TOOLS))
     assert error["message"] == ("'messages.1' : for 'role:assistant' the following must be satisfied"
                                 f"[('messages.1' : property '{field}' is unsupported)]")
+
+
+OPENAI_MODEL = "gpt-5-mini"  # a model OpenAI serves, by OpenAI's name
+
+
+def assistant_refused(*fields, where="messages.1"):
+    """Groq's format A for an assistant message that carries these fields."""
+    listed = ", ".join(f"('{where}' : property '{field}' is unsupported)" for field in fields)
+    return f"'{where}' : for 'role:assistant' the following must be satisfied[{listed}]"
+
+
+def documented(**extra):
+    """A conversation whose assistant message carries what OpenAI documents on it, null or empty
+    as SDKs send it."""
+    assistant = {**calls(("c1", "list_dir", {"path": "."})), "refusal": None, "annotations": [],
+                 "audio": None, "function_call": None, "name": "helper", **extra}
+    system = {"role": "system", "content": "Use tools.", "name": "setup"}
+    return chat(system, user("List the files"), assistant, result("c1", "a.txt"),
+                model=OPENAI_MODEL, tools=TOOLS)
+
+
+def test_what_openai_documents_on_a_message_is_taken_on_its_path_for_its_models(demo):
+    """openai 3.63 chat_completion_{system,assistant}_message_param.py: name, refusal, audio, a
+    null function_call, and the annotations OpenAI returns: taken on /v1 for an OpenAI model.
+    Groq's path refuses them (format A), and so does /v1 for the demo and Groq's models, so that
+    model_dump() sent back fails offline as it would on Groq."""
+    assert post(demo, documented())[0] == 200
+    status, _, reply = request(demo, "POST", "/openai/v1/chat/completions", documented())
+    assert status == 400 and reply["error"]["message"] == (
+        "'messages.0' : for 'role:system' the following must be satisfied[('messages.0' : "
+        "property 'name' is unsupported)]")
+    demos = {**documented(), "messages": documented()["messages"][1:], "model": "demo"}
+    status, _, reply = post(demo, demos)
+    assert (status, reply["error"]["message"]) == (
+        400, assistant_refused("refusal", "annotations", "audio", "name"))
+
+
+def test_openai_documented_fields_must_have_their_types(demo):
+    refused = rejection(demo, documented(refusal=5))["message"]
+    assert "('messages.2.refusal' : value must be a string)" in refused
+    refused = rejection(demo, documented(audio={"data": "x"}))["message"]
+    assert "('messages.2.audio' : value must be an object with a string 'id')" in refused
+    assert post(demo, documented(audio={"id": "audio_1"}, refusal="no"))[0] == 200
+
+
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")  # the SDK's, sending `parsed`
+def test_a_parse_message_sent_back_gets_a_400_naming_parsed_and_how_to_send_it_back(demo):
+    """.parse() returns a message with `parsed`, which no server's message type has: the 400 names
+    it and says how to send the message back; the message without it (its documented fields) is
+    taken."""
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        capital: str
+        population: int
+
+    sdk = client(demo)
+    parsed = sdk.chat.completions.parse(model=OPENAI_MODEL, messages=[user(CAPITAL)],
+                                        response_format=City)
+    message = parsed.choices[0].message
+    history = [user(CAPITAL), message, user("Thanks. Which city was it?")]
+    with pytest.raises(openai.BadRequestError) as caught:
+        sdk.chat.completions.create(model=OPENAI_MODEL, messages=history)
+    assert caught.value.body["message"] == f"{assistant_refused('parsed')} {demo_model.SEND_BACK}"
+    history[1] = message.model_dump(exclude={"parsed"})
+    assert set(history[1]) == {"role", "content", "refusal", "annotations", "audio",
+                               "function_call", "tool_calls"}
+    answer = sdk.chat.completions.create(model=OPENAI_MODEL, messages=history)
+    assert answer.choices[0].message.content == demo_model.HELLO
+
+
+def test_a_stream_message_sent_back_names_the_sdk_fields_and_is_taken_without_them(demo):
+    """.stream()'s final message carries parsed, and on each tool call index and parsed_arguments:
+    each is named in a 400 that says how to send the message back. Without them it is taken on
+    OpenAI's path; on Groq's the SDK's empty refusal, annotations and audio are refused too
+    (format A), with the same advice."""
+    sdk = client(demo)
+    task = user("List the files here")
+    with sdk.chat.completions.stream(model=OPENAI_MODEL, messages=[task], tools=TOOLS) as stream:
+        message = stream.get_final_completion().choices[0].message
+    answer = result(message.tool_calls[0].id, LISTED)
+    history = [task, message, answer]
+    with pytest.raises(openai.BadRequestError) as caught:
+        sdk.chat.completions.create(model=OPENAI_MODEL, messages=history, tools=TOOLS)
+    assert "('messages.1' : property 'parsed' is unsupported)]" in caught.value.body["message"]
+    history[1] = message.model_dump(exclude={"parsed"})
+    with pytest.raises(openai.BadRequestError) as caught:
+        sdk.chat.completions.create(model=OPENAI_MODEL, messages=history, tools=TOOLS)
+    assert caught.value.body["message"] == (
+        "'messages.1' : for 'role:assistant' the following must be satisfied"
+        f"[('messages.1.tool_calls.0' : property 'index' is unsupported)] {demo_model.SEND_BACK}")
+    leftovers = {"parsed": True,
+                 "tool_calls": {"__all__": {"index": True, "function": {"parsed_arguments"}}}}
+    history[1] = message.model_dump(exclude=leftovers)
+    reply = sdk.chat.completions.create(model=OPENAI_MODEL, messages=history, tools=TOOLS)
+    assert reply.choices[0].message.content == (
+        "The directory holds 3 entries: backend.py, harness.py, tests/.")
+    groq = openai.OpenAI(base_url=demo.url.replace("/v1", "/openai/v1"), api_key="gsk_x",
+                         max_retries=0)
+    with pytest.raises(openai.BadRequestError) as caught:
+        groq.chat.completions.create(model=OPENAI_MODEL, messages=[task, message, answer],
+                                     tools=TOOLS)
+    refused = assistant_refused("refusal", "annotations", "audio", "parsed")
+    assert caught.value.body["message"] == f"{refused} {demo_model.SEND_BACK}"
 
 
 def test_failed_validation_does_not_consume_a_scripted_reply(demo):
@@ -1009,6 +1121,59 @@ def test_openai_parse_returns_a_parsed_object(demo):
         summary="The directory holds 3 entries: backend.py, harness.py, tests/.")
 
 
+CAPITAL = "The capital of France is Paris; its population is 2,100,000."
+CITY = {"type": "object", "additionalProperties": False,
+        "required": ["capital", "population", "summary"],
+        "properties": {"capital": {"type": "string"}, "population": {"type": "integer"},
+                       "summary": {"type": "string"}}}
+
+
+def test_a_shaped_answer_with_no_tool_results_takes_its_fields_from_the_task(demo):
+    """Before any tool ran: a string from what the task says the property is ("the capital ... is
+    Paris"), a number written next to the property's name, and for a field that holds the answer
+    itself what the model said (what it can do: there is nothing else to report)."""
+    form = {"type": "json_schema", "json_schema": {"name": "city", "schema": CITY, "strict": True}}
+    answer = json.loads(reply_message(demo, chat(user(CAPITAL), response_format=form))["content"])
+    assert answer == {"capital": "Paris", "population": 2100000, "summary": demo_model.HELLO}
+
+
+def test_json_mode_follows_a_schema_written_in_the_prompt(demo):
+    """instructor's JSON mode: response_format json_object, the schema in a system message; the
+    answer is that schema filled from the task, not {"answer": ...}."""
+    shape = {"properties": {"capital": {"title": "Capital", "type": "string"},
+                            "population": {"title": "Population", "type": "integer"}},
+             "required": ["capital", "population"], "title": "City", "type": "object"}
+    prompt = ("As a genius expert, your task is to understand the content and provide the parsed "
+              "objects in json that match the following json_schema:\n\n"
+              f"{json.dumps(shape, indent=2)}\n\n"
+              "Make sure to return an instance of the JSON, not the schema itself")
+    body = chat({"role": "system", "content": prompt}, user(CAPITAL),
+                response_format={"type": "json_object"})
+    answer = json.loads(reply_message(demo, body)["content"])
+    assert answer == {"capital": "Paris", "population": 2100000}
+
+
+def test_a_task_after_a_line_break_is_read_whole(demo):
+    """smolagents sends "New task:\n<task>": the word that starts the task's line is no value for
+    a tool's string argument; the city the task names is."""
+    weather = tool("get_weather", {"city": {"type": "string"}}, required=["city"])
+    body = chat(user("New task:\nUse get_weather for Paris"), tools=[weather])
+    assert call_pairs(reply_message(demo, body)) == [("get_weather", {"city": "Paris"})]
+
+
+def test_openai_parse_fills_a_model_from_the_task(demo):
+    """.parse(response_format=Model) with no tools: the answer's fields hold the task's facts."""
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        capital: str
+        population: int
+
+    reply = client(demo).chat.completions.parse(model="demo", messages=[user(CAPITAL)],
+                                                response_format=City)
+    assert reply.choices[0].message.parsed == City(capital="Paris", population=2100000)
+
+
 # --- sampling fields -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("field, value, words", [
@@ -1080,9 +1245,7 @@ def test_a_model_is_served_by_its_id():
         assert request(server, "GET", "/openai/v1/models/openai/gpt-oss-120b")[2] == {
             "id": "openai/gpt-oss-120b", "object": "model", "created": 0, "owned_by": "demo"}
         status, _, reply = request(server, "GET", "/v1/models/gpt-oss-120b")
-        assert status == 404 and reply["error"] == {
-            "message": "The model `gpt-oss-120b` does not exist or you do not have access to it.",
-            "type": "invalid_request_error", "code": "model_not_found"}
+        assert (status, reply["error"]) == (404, NOT_FOUND)
         assert client(server).models.retrieve("demo").id == "demo"
 
 
@@ -1585,3 +1748,185 @@ def test_the_model_carries_on_from_a_summary_in_any_words(demo, wrap):
     assert step(demo, history, TOOLS, "nothing here\n") == ("read_file", {"path": "b.txt"})
     answer = reply_message(demo, chat(*history, tools=TOOLS))["content"]
     assert "PELICAN" in answer, answer
+
+
+# --- the Responses API -----------------------------------------------------------------------
+
+WEATHER_TOOL = {"type": "function", "name": "get_weather", "description": "The weather in a city.",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                               "required": ["city"]}}
+WEATHER_TASK = "Use get_weather for Paris"
+WEATHER_ANSWER = "get_weather returned: Sunny, 18 C in Paris"
+
+
+def post_response(server, body, path="/v1/responses"):
+    return request(server, "POST", path, {"model": "demo", **body})
+
+
+def weather_output(call):
+    return {"type": "function_call_output", "call_id": call.call_id,
+            "output": f"Sunny, 18 C in {json.loads(call.arguments)['city']}"}
+
+
+def test_responses_create_holds_a_tool_conversation(demo):
+    """client.responses.create: the model calls the client's function tool; the client sends the
+    output items back with a function_call_output, as OpenAI's function-calling guide does; the
+    model answers from it, with usage in input_tokens and output_tokens."""
+    sdk = client(demo)
+    history = [{"role": "user", "content": WEATHER_TASK}]
+    first = sdk.responses.create(model="demo", input=history, tools=[WEATHER_TOOL])
+    (call,) = first.output
+    assert (first.status, call.type, call.name, json.loads(call.arguments)) == (
+        "completed", "function_call", "get_weather", {"city": "Paris"})
+    history += [*first.output, weather_output(call)]
+    second = sdk.responses.create(model="demo", input=history, tools=[WEATHER_TOOL])
+    assert second.output_text == WEATHER_ANSWER
+    usage = second.usage
+    assert usage.input_tokens > first.usage.input_tokens and usage.output_tokens > 0
+    assert usage.total_tokens == usage.input_tokens + usage.output_tokens
+    assert [r["path"] for r in demo.requests] == ["/v1/responses"] * 2
+
+
+def stream_events_of(text):
+    """(event name, data) of each event of a Responses stream."""
+    blocks = [block.split("\n") for block in sse_events(text)]
+    return [(name.removeprefix("event: "), json.loads(data.removeprefix("data: ")))
+            for name, data in blocks]
+
+
+def test_a_streamed_response_sends_the_documented_events_in_order(demo):
+    """OpenAI's streaming events: created, in_progress, the item added, a content part, the text in
+    deltas, the text, part and item done, completed; each event's name is its type, sequence
+    numbers count from 0, and no [DONE] ends the stream."""
+    status, headers, text = post_response(demo, {"input": "hi", "stream": True})
+    assert status == 200 and headers["Content-Type"] == "text/event-stream"
+    assert "[DONE]" not in text
+    events = stream_events_of(text)
+    names = [name for name, _ in events]
+    deltas = names.count("response.output_text.delta")
+    assert deltas > 1 and names == [
+        "response.created", "response.in_progress", "response.output_item.added",
+        "response.content_part.added", *["response.output_text.delta"] * deltas,
+        "response.output_text.done", "response.content_part.done", "response.output_item.done",
+        "response.completed"]
+    assert [data["type"] for _, data in events] == names
+    assert [data["sequence_number"] for _, data in events] == list(range(len(events)))
+    said = "".join(data["delta"] for name, data in events if name == "response.output_text.delta")
+    final = events[-1][1]["response"]
+    assert said == demo_model.HELLO == final["output"][0]["content"][0]["text"]
+    assert events[0][1]["response"]["status"] == "in_progress"
+
+
+def test_a_streamed_tool_call_comes_as_argument_deltas_and_the_sdk_assembles_it(demo):
+    sdk = client(demo)
+    history = [{"role": "user", "content": WEATHER_TASK}]
+    with sdk.responses.stream(model="demo", input=history, tools=[WEATHER_TOOL]) as stream:
+        names = [event.type for event in stream]
+        first = stream.get_final_response()
+    assert names == ["response.created", "response.in_progress", "response.output_item.added",
+                     "response.function_call_arguments.delta",
+                     "response.function_call_arguments.done", "response.output_item.done",
+                     "response.completed"]
+    (call,) = first.output
+    history += [*first.output, weather_output(call)]
+    answer = sdk.responses.create(model="demo", input=history, tools=[WEATHER_TOOL], stream=True)
+    deltas = [event.delta for event in answer if event.type == "response.output_text.delta"]
+    assert "".join(deltas) == WEATHER_ANSWER
+
+
+CALL = {"type": "function_call", "call_id": "c1", "name": "get_weather",
+        "arguments": '{"city": "Paris"}'}
+OUTPUT = {"type": "function_call_output", "call_id": "c1", "output": "Sunny"}
+TASK = user(WEATHER_TASK)
+BAD_REQUESTS = [  # the body sent, then OpenAI's message, param and code (tests/wire.md 4)
+    pytest.param({"input": [TASK, {**OUTPUT, "call_id": "nope"}]},
+                 "No tool call found for function call output with call_id nope.", "input", None,
+                 id="output-answers-no-call"),
+    pytest.param({"input": [TASK, CALL]}, "No tool output found for function call c1.", "input",
+                 None, id="call-unanswered"),
+    pytest.param({"input": [TASK, OUTPUT, CALL]},
+                 "No tool call found for function call output with call_id c1.", "input", None,
+                 id="output-before-its-call"),
+    pytest.param({"input": "hi", "messages": []}, "Unknown parameter: 'messages'.", "messages",
+                 "unknown_parameter", id="unknown-field"),
+    pytest.param({"input": [TASK, {**CALL, "parsed_arguments": None}, OUTPUT]},
+                 f"Unknown parameter: 'input[1].parsed_arguments'. {demo_model.SEND_BACK}",
+                 "input[1].parsed_arguments", "unknown_parameter", id="sdk-field"),
+    pytest.param({"input": [{"type": "function_call_output", "output": "x"}]},
+                 "Missing required parameter: 'input[0].call_id'.", "input[0].call_id",
+                 "missing_required_parameter", id="missing-call-id"),
+    pytest.param({"input": "hi", "tools": [{"type": "function", "function": {"name": "x"}}]},
+                 "Missing required parameter: 'tools[0].name'.", "tools[0].name",
+                 "missing_required_parameter", id="chat-shaped-tool"),
+    pytest.param({"input": {"role": "user", "content": "hi"}},
+                 "Invalid type for 'input': expected a string or an array of input items, but "
+                 "got an object instead.", "input", "invalid_type", id="input-object"),
+    pytest.param({"input": [{"role": "bot", "content": "hi"}]},
+                 "Invalid value: \"bot\". Supported values are: 'user', 'assistant', 'system', "
+                 "'developer'.", "input[0].role", "invalid_value", id="bad-role"),
+    pytest.param({"input": "hi", "max_output_tokens": 5},
+                 "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= "
+                 "16, but got 5 instead.", "max_output_tokens", "integer_below_min_value",
+                 id="few-tokens"),
+    pytest.param({"input": "hi", "tool_choice": {"type": "function", "name": "read_file"}},
+                 "Tool choice 'read_file' not found in 'tools' parameter.", "tool_choice", None,
+                 id="unknown-tool-choice"),
+    pytest.param({"input": "hi", "tools": [], "tool_choice": "required"},
+                 "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are "
+                 "specified.", "tool_choice", None, id="required-with-no-tools"),
+]
+
+
+@pytest.mark.parametrize("body, message, param, code", BAD_REQUESTS)
+def test_a_bad_responses_request_gets_openais_400(demo, body, message, param, code):
+    status, _, reply = post_response(demo, {"tools": [WEATHER_TOOL], **body})
+    expected = {"message": message, "type": "invalid_request_error", "param": param}
+    assert (status, reply["error"]) == (400, {**expected, **({"code": code} if code else {})})
+
+
+def test_previous_response_id_continues_a_stored_response_on_openais_path_only(demo):
+    """OpenAI stores a response unless store is false, and previous_response_id carries its
+    conversation on; Groq keeps none ("doesn't support stateful conversations yet",
+    console.groq.com/docs/responses-api)."""
+    sdk = client(demo)
+    first = sdk.responses.create(model="demo", input=WEATHER_TASK, tools=[WEATHER_TOOL])
+    answer = sdk.responses.create(model="demo", previous_response_id=first.id, tools=[WEATHER_TOOL],
+                                  input=[weather_output(first.output[0])])
+    assert answer.output_text == WEATHER_ANSWER
+    unstored = sdk.responses.create(model="demo", input=WEATHER_TASK, tools=[WEATHER_TOOL],
+                                    store=False)
+    with pytest.raises(openai.BadRequestError) as caught:
+        sdk.responses.create(model="demo", previous_response_id=unstored.id, input="go on")
+    assert (caught.value.code, caught.value.body["message"]) == (
+        "previous_response_not_found", f"Previous response with id '{unstored.id}' not found.")
+    status, _, reply = post_response(demo, {"previous_response_id": first.id, "input": "go on"},
+                                     path="/openai/v1/responses")
+    assert (status, reply["error"]["param"]) == (400, "previous_response_id")
+
+
+def test_a_response_in_a_json_schema_format_is_parsed_from_the_tasks_facts(demo):
+    """responses.parse(text_format=Model) sends text.format json_schema; the answer fills it from
+    the task."""
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        capital: str
+        population: int
+
+    reply = client(demo).responses.parse(model="demo", input=CAPITAL, text_format=City)
+    assert reply.output_parsed == City(capital="Paris", population=2100000)
+
+
+def test_a_response_cut_by_max_output_tokens_is_incomplete(demo):
+    status, _, reply = post_response(demo, {"input": "hi", "max_output_tokens": 16})
+    assert (status, reply["status"], reply["incomplete_details"]) == (
+        200, "incomplete", {"reason": "max_output_tokens"})
+    text = reply["output"][0]["content"][0]["text"]
+    assert text == demo_model.HELLO[:16 * demo_model.CHARS_PER_TOKEN]
+    assert reply["usage"]["output_tokens"] == 16
+
+
+def test_a_wrong_model_on_the_responses_route_gets_the_404_naming_the_nearest(demo):
+    status, _, reply = post_response(demo, {"model": "gpt-oss-20b", "input": "hi"})
+    assert (status, reply["error"]["code"]) == (404, "model_not_found")
+    assert reply["error"]["message"].endswith("Did you mean `openai/gpt-oss-20b`?")
