@@ -24,7 +24,11 @@ PROVIDER_VARS = ("GROQ_API_KEY", "OPENAI_API_KEY", "API_KEY", "BACKEND", "MODEL"
 def bubblewrap_problem():
     """Why bubblewrap cannot run commands here, in one line, or "" when it can."""
     found = shutil.which("bwrap")
-    if not sys.platform.startswith("linux") or not found:
+    if sys.platform == "darwin":
+        return "bubblewrap is Linux's sandbox: on macOS the harness uses Seatbelt, which tests/test_seatbelt.py attacks"
+    if not sys.platform.startswith("linux"):
+        return "bubblewrap is Linux's sandbox, and Windows has none: WSL 2, with bubblewrap, runs these checks"
+    if not found:
         return "bubblewrap is not installed here (Debian and Ubuntu: sudo apt install bubblewrap)"
     done = subprocess.run([found, "--ro-bind", "/", "/", "--unshare-all", "true"], capture_output=True, text=True)
     return f"bubblewrap cannot start here: {done.stderr.strip()}" if done.returncode else ""
@@ -36,7 +40,13 @@ needs_bubblewrap = pytest.mark.skipif(bool(BUBBLEWRAP_MISSING), reason=BUBBLEWRA
 
 def path_without_bubblewrap(folder):
     """A PATH holding every program of this one but bwrap (links in folder/bin-without-bwrap): the machine of a
-    learner who has no bubblewrap."""
+    learner who has no sandbox. Windows has none: its PATH as it is. A Mac's Seatbelt is found by its own path,
+    which no PATH hides: the test skips there."""
+    if sys.platform == "darwin":
+        pytest.skip("a Mac's sandbox, /usr/bin/sandbox-exec, is found by its own path, which no PATH hides: the "
+                    "Linux jobs check the harness without a sandbox")
+    if os.name == "nt":
+        return os.environ.get("PATH", os.defpath)
     bare = Path(folder) / "bin-without-bwrap"
     bare.mkdir(exist_ok=True)
     for entry in os.environ.get("PATH", os.defpath).split(os.pathsep):

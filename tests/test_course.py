@@ -18,7 +18,8 @@ import pytest
 from helpers import ROOT, checkpoints, clean_env, copy_code, run_python, tag_name
 
 LESSONS = [p / "README.md" for p in checkpoints()]
-MAX_LESSON_BYTES = 12 * 1024  # a lesson a learner can read in a class session
+MAX_LESSON_BYTES = 12 * 1024  # a lesson a learner can read in a class session, besides its list of what the check calls
+MAX_CALLS_BYTES = 4 * 1024  # that list: a line for each name, a reference to look things up in, not more to read
 MAX_TYPED = 250  # lines a phase asks a learner to type
 MAX_CORE = 1500  # lines of the harness up to the structured answers
 MAX_GUARDS = 400  # lines of guards.py and shell.py: a guard that grows past this is a list of cases, not a rule
@@ -113,12 +114,96 @@ def test_lesson_shows_only_code_its_checkpoint_contains(lesson):
         assert shown_in(block, sources), f"{lesson.parent.name}/README.md shows code its checkpoint lacks:\n{block}"
 
 
+def section(text, title):
+    """A lesson's section, from its "## title" to the next "## ": "" when it has none."""
+    return text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0] if f"\n## {title}\n" in text else ""
+
+
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.parent.name for p in LESSONS])
 def test_a_lesson_fits_a_class_session(lesson):
-    """At most 12 KB, a stated time, and a "What the check expects" box: the check's contract with the learner."""
+    """At most 12 KB besides its list of what the check calls (a reference, at most 4 KB), a stated time, and a
+    "What the check expects" box: the check's contract with the learner."""
     text = lesson.read_text(encoding="utf-8")
-    assert len(text.encode()) <= MAX_LESSON_BYTES, f"{lesson.parent.name}: {len(text.encode())} bytes"
+    calls = section(text, "What the check calls")
+    rest = text.replace(f"\n## What the check calls\n{calls}", "")
+    assert len(rest.encode()) <= MAX_LESSON_BYTES, f"{lesson.parent.name}: {len(rest.encode())} bytes besides its list"
+    assert len(calls.encode()) <= MAX_CALLS_BYTES, f"{lesson.parent.name}: its list is {len(calls.encode())} bytes"
     assert "## What the check expects" in text and "minutes typed" in text
+
+
+MODULES = ("backend", "tools", "guards", "shell", "harness", "probe", "mcp_client", "cli")  # the learner's code
+
+
+def loaded(node):
+    """The module a node loads from the learner's code: "tools" for load("tools"), else None."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "load" and node.args \
+            and isinstance(node.args[0], ast.Constant):
+        return node.args[0].value
+    return None
+
+
+def calls_of(source):
+    """Every "module.name" of the learner's code that a check's source calls or reads: on load("m") itself, on a
+    name given load("m") (x = load("m"); a, b = load("m"), load("n")), on a fixture that returns one, and on a name
+    that is a module's (harness, a parameter, is the harness module). Example: calls_of('t = load("tools")\n'
+    't.read_file(p, "a")') -> {"tools.read_file"}"""
+    tree = ast.parse(source)
+    names = {module: module for module in MODULES}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            target, value = node.targets[0], node.value
+            pairs = zip(target.elts, value.elts) if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) \
+                else [(target, value)]
+            names.update({name.id: loaded(what) for name, what in pairs if isinstance(name, ast.Name) and loaded(what)})
+        if isinstance(node, ast.FunctionDef):
+            names.update({node.name: loaded(inner.value) for inner in ast.walk(node)
+                          if isinstance(inner, ast.Return) and loaded(inner.value)})
+    return {f"{loaded(node.value) or names[node.value.id]}.{node.attr}" for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and (loaded(node.value) or isinstance(node.value, ast.Name) and
+                                                    node.value.id in names)}
+
+
+def check_calls(number):
+    """What phase N's check and its exercises' checks call of the learner's code."""
+    found = set()
+    for check in CHECKS:
+        if check.name.startswith(f"test_phase{number}_"):
+            found |= calls_of(check.read_text(encoding="utf-8"))
+    exercises = ast.parse((ROOT / "tests" / "checkpoints" / "test_exercises.py").read_text(encoding="utf-8"))
+    for function in exercises.body:
+        marks = [d for d in getattr(function, "decorator_list", []) if isinstance(d, ast.Call) and d.args and
+                 isinstance(d.args[0], ast.Constant) and getattr(d.func, "id", "") == "exercise"]
+        if marks and marks[0].args[0].value == number:
+            found |= calls_of(ast.unparse(function))
+    return found
+
+
+@pytest.mark.parametrize("number", range(len(LESSONS)), ids=[p.parent.name for p in LESSONS])
+def test_a_lesson_lists_every_name_its_check_calls(number):
+    """Each lesson's "What the check calls" names, as `module.name`, every function, class and constant of your
+    code that its check (and its exercises' checks) call or read: nothing the check relies on is left to guess."""
+    calls = section(LESSONS[number].read_text(encoding="utf-8"), "What the check calls")
+    missing = sorted(name for name in check_calls(number) if not re.search(rf"`{re.escape(name)}(?!\w)", calls))
+    assert calls and not missing, f"{LESSONS[number].parent.name}: What the check calls lacks {missing}"
+
+
+def test_the_list_test_finds_a_name_in_each_way_a_check_can_reach_it():
+    """calls_of() finds a name read on load("m") itself, on a name it was given (alone or in a tuple), on a
+    fixture that returns it, and on a parameter named for a module; and nothing on other objects."""
+    source = textwrap.dedent('''
+        @pytest.fixture
+        def loop(load):
+            return load("harness")
+
+        def test_x(load, harness, loop, server):
+            tools, policy = load("tools"), load("guards").policy()
+            shell = load("shell")
+            load("backend").chat([])
+            tools.read_file(policy, "a")
+            assert shell.TIMEOUT and harness.run and loop.Limits and server.requests and policy.workspace
+        ''')
+    assert calls_of(source) == {"guards.policy", "backend.chat", "tools.read_file", "shell.TIMEOUT", "harness.run",
+                                "harness.Limits"}
 
 
 def statement_lines(source):
@@ -247,7 +332,7 @@ PLAIN = {"isinstance", "len", "sorted", "set", "list", "tuple", "dict", "any", "
 NOT_THE_LEARNERS = {
     "body", "headers", "time",  # the offline model's record of a request
     "authorization", "Bearer ",  # HTTP's, written by the openai package
-    "Traceback", "__main__", "import time:", "|", "win32", "c_call", "Z",  # Python's, `ps`'s (a zombie)
+    "Traceback", "__main__", "import time:", "|", "win32", "nt", "darwin", "c_call", "Z",  # Python's, ps's
     "openai", "openai.",  # the package's modules
     "test_done_when_the_scripted_case_passes", "code_dir",  # the checks' own names
     "answer"}  # helpers.answer_of(): from phase 5, run() returns a Result, its answer in .answer (lesson 5's box)
@@ -257,9 +342,11 @@ STILL_TO_STATE = set()  # (phase, words) a check looks for and no box states yet
 
 
 def box(lessons):
-    """What the lessons' "What the check expects" boxes show as `code`, its spaces made single, one span a line."""
-    return "\n".join(" ".join(span.split()) for lesson in lessons for span in re.findall(
-        r"`([^`]+)`", lesson.read_text(encoding="utf-8").split("## What the check expects", 1)[1].split("\n## ")[0]))
+    """What the lessons' "What the check expects" boxes and "What the check calls" lists show as `code`, its spaces
+    made single, one span a line."""
+    return "\n".join(" ".join(span.split()) for lesson in lessons for title in ("What the check expects",
+                                                                               "What the check calls")
+                     for span in re.findall(r"`([^`]+)`", section(lesson.read_text(encoding="utf-8"), title)))
 
 
 def callee(call):

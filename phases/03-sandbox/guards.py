@@ -44,7 +44,7 @@ NOT_SECRET = (".env.example", ".env.sample", ".env.template")  # templates, with
 CREDENTIALS = re.compile(
     rb"(?P<key>-----BEGIN [A-Z ]{0,20}PRIVATE KEY[A-Z ]{0,10}-----[\s\S]{0,200}?[A-Za-z0-9+/]{40}"
     rb"|LS0tLS1CRUdJTi[\w+/]{40})"
-    rb"|(?P<token>\b(?:gsk_|sk-|sk_live_|rk_live_|ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|glpat-|"
+    rb"|(?P<token>\b(?:gsk_|sk-|sk_live_|ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|glpat-|"
     rb"xox[abprs]-|hv[bsr]\.|npm_|pypi-|hf_|dapi|AKIA|ASIA|AIza|GOCSPX-)[\w-]{16,})"
     rb"|(?P<url>://[^\s/:@]{1,200}:[^\s/@]{3,200}@)"
     rb"|(?P<hash>\$(?:1|2[abxy]?|5|6|y|apr1|argon2id?)\$[\w./$=,+-]{20,})"
@@ -164,30 +164,20 @@ def secret_in(policy, data):
     return f"the value of {known}" if known else KINDS_OF_SECRET[found.lastgroup] if found else ""
 
 
-def holds_secret(policy, place):
+def holds_secret(policy, full):
     """What a file holds that is a secret (secret_in() of its first MAX_READ bytes), or "" for a folder, a pipe, a
-    device, a link or a file that is gone. place is a path, or a file already open (its descriptor). Each version of
-    a file is read once: JUDGED keeps the verdict by the file's identity, size and times, whatever its name."""
+    device, a link or a file that is gone. Each version of a file is read once: JUDGED keeps the verdict by the
+    file's identity, size and times, whatever its name."""
     try:
-        fd = place if isinstance(place, int) else os.open(place, os.O_RDONLY | NOFOLLOW | NONBLOCK)
+        with open(os.open(full, os.O_RDONLY | NOFOLLOW | NONBLOCK), "rb") as file:  # a link, a pipe: no wait
+            stat = os.fstat(file.fileno())
+            version = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns,
+                       *policy.secrets.items())
+            if version not in JUDGED:
+                JUDGED[version] = secret_in(policy, file.read(MAX_READ)) if S_ISREG(stat.st_mode) else ""
     except (OSError, ValueError):  # gone, a link, unreadable, or a name no file can have: nothing to read
         return ""
-    try:
-        stat = os.fstat(fd)
-        version = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, *policy.secrets.items())
-        if version not in JUDGED:
-            JUDGED[version] = secret_in(policy, read(fd)) if S_ISREG(stat.st_mode) else ""
-        return JUDGED[version]
-    finally:
-        if fd is not place:
-            os.close(fd)
-
-
-def read(fd):
-    """The first MAX_READ bytes of an open file, from its start: all that is judged, and all a tool returns."""
-    os.lseek(fd, 0, os.SEEK_SET)
-    with open(fd, "rb", closefd=False) as file:
-        return file.read(MAX_READ)
+    return JUDGED[version]
 
 
 def inside_workspace(policy, path):
@@ -212,29 +202,19 @@ def inside_workspace(policy, path):
 
 def sealed(policy):
     """What commands see of the workspace besides what they may change: (read_only, hidden). read_only: the
-    harness's own places in it and every repository's .git (git runs them later, outside any sandbox); hidden:
-    every file that holds a secret, by name or by content, or is too big to judge whole (over MAX_READ bytes)."""
+    harness's own places in it and every repository's .git, in any case (git runs them later, outside any sandbox);
+    hidden: every file that holds a secret, by name or by content, or is too big to judge whole (over MAX_READ)."""
     ws, skip = policy.workspace, (Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve())  # Python's, read-only
-    read_only = [*dict.fromkeys(place for place in policy.own if place.is_relative_to(ws)), *repositories(ws)]
-    hidden = []
+    read_only, hidden = list(dict.fromkeys(place for place in policy.own if place.is_relative_to(ws))), []
     for folder, folders, files in os.walk(ws):
         here = Path(folder)
         in_git = ".git" in (part.lower() for part in here.relative_to(ws).parts)  # git's files: judged by content
         folders[:] = [name for name in folders if here / name not in skip and not (in_git and name == "objects")]
+        read_only += [here / name for name in folders + files if name.lower() == ".git"]
         files = [here / name for name in files if not (here / name).is_symlink()]  # a link: its target is judged
         hidden += [file for file in files if holds_secret(policy, file) or (not in_git and is_secret(file)) or
                    file.stat().st_size > MAX_READ]
     return read_only, hidden
-
-
-def repositories(workspace):
-    """Every .git in the workspace, a folder or a file, in any case (a case-insensitive disk opens .GIT as .git):
-    git runs what their config says, later and outside any sandbox. Example: {Path("/work/.git")}"""
-    found = set()
-    for folder, folders, files in os.walk(workspace):
-        found |= {Path(folder, name) for name in folders + files if name.lower() == ".git"}
-        folders[:] = [name for name in folders if name.lower() != ".git"]
-    return found
 
 
 def plain(policy, command):

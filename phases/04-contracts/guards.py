@@ -46,7 +46,7 @@ NOT_SECRET = (".env.example", ".env.sample", ".env.template")  # templates, with
 CREDENTIALS = re.compile(
     rb"(?P<key>-----BEGIN [A-Z ]{0,20}PRIVATE KEY[A-Z ]{0,10}-----[\s\S]{0,200}?[A-Za-z0-9+/]{40}"
     rb"|LS0tLS1CRUdJTi[\w+/]{40})"
-    rb"|(?P<token>\b(?:gsk_|sk-|sk_live_|rk_live_|ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|glpat-|"
+    rb"|(?P<token>\b(?:gsk_|sk-|sk_live_|ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|glpat-|"
     rb"xox[abprs]-|hv[bsr]\.|npm_|pypi-|hf_|dapi|AKIA|ASIA|AIza|GOCSPX-)[\w-]{16,})"
     rb"|(?P<url>://[^\s/:@]{1,200}:[^\s/@]{3,200}@)"
     rb"|(?P<hash>\$(?:1|2[abxy]?|5|6|y|apr1|argon2id?)\$[\w./$=,+-]{20,})"
@@ -274,29 +274,19 @@ def identity(place):
 
 def sealed(policy):
     """What commands see of the workspace besides what they may change: (read_only, hidden). read_only: the
-    harness's own places in it and every repository's .git (git runs them later, outside any sandbox); hidden:
-    every file that holds a secret, by name or by content, or is too big to judge whole (over MAX_READ bytes)."""
+    harness's own places in it and every repository's .git, in any case (git runs them later, outside any sandbox);
+    hidden: every file that holds a secret, by name or by content, or is too big to judge whole (over MAX_READ)."""
     ws, skip = policy.workspace, (Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve())  # Python's, read-only
-    read_only = [*dict.fromkeys(place for place in policy.own if place.is_relative_to(ws)), *repositories(ws)]
-    hidden = []
+    read_only, hidden = list(dict.fromkeys(place for place in policy.own if place.is_relative_to(ws))), []
     for folder, folders, files in os.walk(ws):
         here = Path(folder)
         in_git = ".git" in (part.lower() for part in here.relative_to(ws).parts)  # git's files: judged by content
         folders[:] = [name for name in folders if here / name not in skip and not (in_git and name == "objects")]
+        read_only += [here / name for name in folders + files if name.lower() == ".git"]
         files = [here / name for name in files if not (here / name).is_symlink()]  # a link: its target is judged
         hidden += [file for file in files if holds_secret(policy, file) or (not in_git and is_secret(file)) or
                    file.stat().st_size > MAX_READ]
     return read_only, hidden
-
-
-def repositories(workspace):
-    """Every .git in the workspace, a folder or a file, in any case (a case-insensitive disk opens .GIT as .git):
-    git runs what their config says, later and outside any sandbox. Example: {Path("/work/.git")}"""
-    found = set()
-    for folder, folders, files in os.walk(workspace):
-        found |= {Path(folder, name) for name in folders + files if name.lower() == ".git"}
-        folders[:] = [name for name in folders if name.lower() != ".git"]
-    return found
 
 
 def plain(policy, command):

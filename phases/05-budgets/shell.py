@@ -62,7 +62,6 @@ def run(argv, policy, write=False):
     KEEP bytes of it, with a note of how much was cut. write: the command may change the workspace (an approved
     one, where the policy allows). After TIMEOUT seconds it is stopped, and the result says so."""
     boxed = sandboxed(argv, policy, write and policy.write) if policy.sandbox else argv
-    before = guards.repositories(policy.workspace) if policy.sandbox and write and policy.write else None
     process = subprocess.Popen(boxed, cwd=policy.workspace, env=environment(guards.search_path(policy.workspace)),
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **NEW_GROUP)
     RUNNING.add(process)
@@ -88,8 +87,6 @@ def run(argv, policy, write=False):
     reader.join(1)
     if printed > MAX_OUTPUT:
         status = f"error: stopped after printing {MAX_OUTPUT} bytes"
-    if before is not None and (made := guards.repositories(policy.workspace) - before):
-        status += f"; {remove(made, policy.workspace)}"
     cut = f"\n[... {printed - len(kept)} more bytes cut]" if printed > len(kept) else ""
     return f"{status}{killed}\n{kept.decode('utf-8', errors='replace')}{cut}"
 
@@ -177,19 +174,6 @@ def anycase(path, end="(/|$)"):
 def quoted(path):
     """A path as a string in a Seatbelt profile: quotes and backslashes escaped, as in JSON."""
     return json.dumps(str(path), ensure_ascii=False)
-
-
-def remove(made, workspace):
-    """Remove the repositories a sandboxed command made, before anything outside the sandbox can run git there
-    (an editor does, in every repository it finds); say what was removed, and why."""
-    for place in made:
-        if place.is_dir() and not place.is_symlink():
-            shutil.rmtree(place, ignore_errors=True)
-        else:
-            place.unlink(missing_ok=True)
-    names = ", ".join(sorted(str(place.relative_to(workspace)) for place in made))
-    return (f"removed {names}, which it made: git runs what a repository's config says, outside any sandbox, so "
-            "a command may not make one (git init is yours to run)")
 
 
 def stop(process):

@@ -46,7 +46,7 @@ NOT_SECRET = (".env.example", ".env.sample", ".env.template")  # templates, with
 CREDENTIALS = re.compile(
     rb"(?P<key>-----BEGIN [A-Z ]{0,20}PRIVATE KEY[A-Z ]{0,10}-----[\s\S]{0,200}?[A-Za-z0-9+/]{40}"
     rb"|LS0tLS1CRUdJTi[\w+/]{40})"
-    rb"|(?P<token>\b(?:gsk_|sk-|sk_live_|rk_live_|ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|glpat-|"
+    rb"|(?P<token>\b(?:gsk_|sk-|sk_live_|ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|glpat-|"
     rb"xox[abprs]-|hv[bsr]\.|npm_|pypi-|hf_|dapi|AKIA|ASIA|AIza|GOCSPX-)[\w-]{16,})"
     rb"|(?P<url>://[^\s/:@]{1,200}:[^\s/@]{3,200}@)"
     rb"|(?P<hash>\$(?:1|2[abxy]?|5|6|y|apr1|argon2id?)\$[\w./$=,+-]{20,})"
