@@ -416,6 +416,16 @@ def test_nothing_past_the_bytes_judged_is_returned(load, workspace, project, ser
 
 
 @pytest.mark.phase(3)
+def test_the_harness_s_own_code_holds_no_secret(load, workspace):
+    """No file of the harness's code looks like a credential to its own rules (a docstring's example token would
+    hide guards.py from every command, and refuse it to read_file)."""
+    guards = load("guards")
+    policy = guards.Policy(workspace)
+    found = {path.name: guards.secret_in(policy, path.read_bytes()) for path in workspace.glob("*.py")}
+    assert not any(found.values()), found
+
+
+@pytest.mark.phase(3)
 def test_the_model_learns_a_file_holds_a_secret_but_not_the_secret(load, project, server):
     """The error names the kind of secret a file holds, never its value."""
     (project / "notes.bak").write_text(f"old token: {SECRET}\n")
@@ -561,7 +571,7 @@ def test_a_repository_s_git_cannot_be_made_to_run_a_program_later(workspace, pro
     assert {p: p.read_bytes() for p in (project / ".git").rglob("*") if p.is_file()} == before
 
 
-@pytest.mark.phase(3)
+@pytest.mark.phase(6)
 def test_a_repository_a_command_makes_is_gone_before_anything_can_run_it(workspace, project, server, machine):
     """Under --yes, `git init docs` and a core.fsmonitor line in docs/.git/config: with a sandbox the repository is
     removed once the command ends, and the result says so; without one the command is asked (a piped nothing

@@ -161,7 +161,7 @@ def is_secret(path):
 def secret_in(policy, data):
     """What bytes hold that is a secret, or "": the value of a secret the harness knows, or a credential
     (CREDENTIALS, PASSWORD_LINE), written in UTF-8 or in UTF-16 (PowerShell's >: a NUL beside each character).
-    Example: secret_in(policy, "ghp_0123456789abcdefXYZ".encode("utf-16")) -> "an API token" """
+    Example: secret_in(policy, ("ghp_" + "0a" * 10).encode("utf-16")) -> "an API token" """
     text = data.replace(b"\0", b"").lstrip(b"\xef\xbb\xbf\xfe\xff")  # UTF-16, LE or BE, reads as ASCII; no BOM
     known = next((name for value, name in policy.secrets.items() if value.encode() in text), None)
     found = CREDENTIALS.search(text) or PASSWORD_LINE.search(text.lower())
