@@ -545,8 +545,8 @@ def summary_line(row, said, phases, most):
     boxes = "".join(f'<i class="{status[p] or "none"}" title="phase {p}: {status[p] or "not checked"}"></i>'
                     for p in phases)
     furthest = "none" if said["furthest"] is None else f"phase {said['furthest']}"
-    return (f'<tr><td class="learner" title="{cell(row["repository"])}">{cell(row["learner"])}</td>'
-            f'<td class="phases">{boxes}</td><td class="furthest">{furthest}</td>'
+    return (f'<tr><td class="learner" title="{cell(row["learner"] + ": " + row["repository"])}">'
+            f'{cell(row["learner"])}</td><td class="phases">{boxes}</td><td class="furthest">{furthest}</td>'
             f'<td class="points">{said["points"]} <small>of {most}</small></td>'
             f'<td class="commit">{cell(row.get("committed", ""))} <small>{cell(row.get("commit", ""))}</small>'
             f'</td><td class="wrong" title="{cell(said["wrong"])}">{cell(said["wrong"])}</td></tr>')
@@ -563,14 +563,15 @@ def grid_line(row, phases):
         cells.append(f'<td class="{status[phase] or "none"}" title="{cell(hover)}"><b>{status[phase]}</b>'
                      f'<span class="ex">{"ex " + exercises if exercises else ""}</span>'
                      f'<span class="green">{cell(green[5:16] if green[:1].isdigit() else green)}</span></td>')
-    return f'<tr><td class="learner" title="{cell(row["repository"])}">{cell(row["learner"])}</td>{"".join(cells)}</tr>'
+    who = cell(row["learner"] + ": " + row["repository"])
+    return f'<tr><td class="learner" title="{who}">{cell(row["learner"])}</td>{"".join(cells)}</tr>'
 
 
 def page(rows, phases, points, made):
     """One self-contained HTML page: a line a learner, furthest first; the full grid below; then what is wrong,
     in full."""
     said = [progress(row, phases, points) for row in rows]
-    order = sorted(range(len(rows)), key=lambda n: (-1 if said[n]["furthest"] is None else -said[n]["furthest"],
+    order = sorted(range(len(rows)), key=lambda n: (1 if said[n]["furthest"] is None else -said[n]["furthest"],
                                                     -said[n]["points"], rows[n]["learner"].lower()))
     most = sum(points.get(p, 0) for p in phases)
     lines = "".join(summary_line(rows[n], said[n], phases, most) for n in order)
