@@ -34,8 +34,10 @@ COURSE_FILES = {"demo_model.py", "ticket_server.py"}  # top-level .py files that
 # runs a learner's copy of them; it flags those that match no version of the course's.
 CHECK_FILES = ("tests/checkpoints/", "tests/conftest.py", "tests/helpers.py", "tests/cases.py", "tests/mcp_servers.py",
                "demo_model.py", "ticket_server.py", "pytest.ini", "conftest.py")
-# All a check gets of your environment: no key, no token, nothing a learner's code could send back.
-KEPT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")
+# All a check gets of your environment: no key, no token, nothing a learner's code could send back;
+# only what programs need for their language and terminal, and Windows to start one at all.
+KEPT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "SYSTEMROOT", "WINDIR", "COMSPEC",
+        "PATHEXT", "TEMP", "TMP")
 # The learner's code runs in bubblewrap, as the harness runs a command (shell.py): the system
 # read-only as shell.py shows it, Python, and of the course only what the checks read (SHOWN): never
 # your home, the course's .env or its .git. Writable: the learner's code, a scratch folder, an empty
