@@ -3,18 +3,21 @@
 Run:  python phases/report.py REPO... [--list FILE] [--csv report.csv] [--html report.html] [--jobs 4]
       python phases/report.py --list class.txt --phases 0-5 --csv week3.csv --html week3.html
 REPO is a learner's folder or a clone URL; --list FILE names one a line, "REPO [NAME]". For each, on the latest
-commit (HEAD, or --branch): each phase's check and the exercises that pass, when the phase first went green, and
-the course's check files the learner changed. A repository that cannot be cloned or checked is a row saying why.
+commit (HEAD, or --branch): each phase's check and the exercises that pass, when the phase first
+went green, the points the Classroom workflow gives, and the course's check files the learner
+changed. A repository that cannot be read is a row saying why. Their code runs in bubblewrap.
 """
 import argparse
 import concurrent.futures
 import csv
 import datetime
+import functools
 import hashlib
 import html
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,8 +25,6 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-
-import tags
 
 ROOT = Path(__file__).resolve().parents[1]
 JOBS = 4  # repositories checked at a time: a check mostly waits on clocks, so more than the cores
@@ -33,8 +34,21 @@ COURSE_FILES = {"demo_model.py", "ticket_server.py"}  # top-level .py files that
 # runs a learner's copy of them; it flags those that match no version of the course's.
 CHECK_FILES = ("tests/checkpoints/", "tests/conftest.py", "tests/helpers.py", "tests/cases.py", "tests/mcp_servers.py",
                "demo_model.py", "ticket_server.py", "pytest.ini", "conftest.py")
-PROVIDER_VARS = ("GROQ_API_KEY", "OPENAI_API_KEY", "API_KEY", "BACKEND", "MODEL", "BASE_URL")  # never to a check
-COURSE_EMAIL = tags.AUTHOR["GIT_AUTHOR_EMAIL"]  # the author of the reference's commits (python phases/tags.py)
+# All a check gets of your environment: no key, no token, nothing a learner's code could send back;
+# only what programs need for their language and terminal, and Windows to start one at all.
+KEPT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "SYSTEMROOT", "WINDIR", "COMSPEC",
+        "PATHEXT", "TEMP", "TMP")
+# The learner's code runs in bubblewrap, as the harness runs a command (shell.py): the system
+# read-only as shell.py shows it, Python, and of the course only what the checks read (SHOWN): never
+# your home, the course's .env or its .git. Writable: the learner's code, a scratch folder, an empty
+# /tmp. No network: its 127.0.0.1 is its own.
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc/alternatives",
+          "/etc/ld.so.cache", "/etc/ssl/certs", "/etc/localtime", "/etc/passwd", "/etc/group",
+          sys.base_prefix, sys.prefix)
+SHOWN = ("tests", "phases", "demo_model.py", "ticket_server.py", "pytest.ini")
+NOBODY = 65534  # whom the checks run as when you run the report as root: the user id of "nobody"
+WORKFLOW = ROOT / ".github" / "workflows" / "classroom.yml"  # GitHub Classroom's grading: points
+POINTS = 10  # a phase's points when there is no workflow to read: the workflow's own default
 # Runs the checks in a process of their own, reporting through recorder() below.
 RUNNER = ("import sys; sys.path.insert(0, sys.argv[1]); import pytest, report; sys.path.pop(0); "
           "sys.exit(pytest.main(sys.argv[3:], plugins=[report.recorder(sys.argv[2])]))")
@@ -148,16 +162,77 @@ def recorder(path):
     return Recorder()
 
 
-def run_checks(code, phases, exercises):
-    """Run the course's checks of these phases (or their exercises) on the code in folder code, in a process of
-    its own; returns {(phase, exercise or None): (passed, what failed)}."""
+def find_sandbox():
+    """(bubblewrap's path, "") where the checks can run in it here, a bubblewrap inside it included
+    (phase 3's check starts one), else (None, why not). Looked for on PATH, as guards.py looks."""
+    if not sys.platform.startswith("linux"):
+        return None, f"bubblewrap runs on Linux only, and this is {sys.platform}"
+    found = shutil.which("bwrap")
+    if not found:
+        return None, "bubblewrap is not installed (Debian and Ubuntu: sudo apt install bubblewrap)"
+    with tempfile.TemporaryDirectory() as scratch:
+        inside = [found, "--ro-bind", "/", "/", "--unshare-all", "--proc", "/proc", "--dev", "/dev",
+                  "true"]
+        tried = subprocess.run(boxed(inside, found, [owned(scratch)]), capture_output=True,
+                               text=True)
+    if tried.returncode:
+        return None, ("bubblewrap does not start here, or not inside itself: "
+                      f"{tried.stderr.strip()[:200]}")
+    return found, ""
+
+
+def boxed(command, sandbox, writable):
+    """command inside bubblewrap: namespaces of its own (its network has only its own 127.0.0.1;
+    its processes all end with it), SYSTEM and the course's SHOWN files read-only, the folders in
+    writable writable, an empty /tmp for its home. Run as root, see below."""
+    shown = [*SYSTEM, *(str(ROOT / name) for name in SHOWN)]
+    places = ["--setenv", "HOME", "/tmp"]
+    for place in shown:
+        places += ["--ro-bind-try", place, place]
+    for place in writable:
+        places += ["--bind", str(place), str(place)]
+    places += ["--chdir", str(writable[-1])]
+    common = ["--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev"]
+    if os.geteuid() != 0:
+        return [sandbox, "--unshare-all", *common, "--tmpfs", "/tmp", *places, "--", *command]
+    # Run as root, bubblewrap keeps root's capabilities inside (enough to make a read-only folder
+    # writable again) and covers parts of /proc, which stops a bubblewrap inside from mounting its
+    # own. So: the same namespaces but the user's, the folders on the way readable, a /proc with
+    # nothing covered, then the checks as nobody, with no capability (owned() gives them writable).
+    parents = {str(up) for place in [*shown, *writable] for up in Path(place).parents}
+    parents -= {"/", "/tmp"}
+    folders = [arg for up in sorted(parents) for arg in ("--perms", "0755", "--dir", up)]
+    as_nobody = (f'mount -t proc proc /proc && exec setpriv --reuid={NOBODY} --regid={NOBODY} '
+                 '--clear-groups -- "$@"')
+    return [sandbox, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup-try", *common, "--perms", "1777", "--tmpfs", "/tmp", *folders,
+            *places, "--", "sh", "-c", as_nobody, "sh", *command]
+
+
+def owned(folder):
+    """Run as root, a folder the checks write in the sandbox is nobody's, as whom they run."""
+    if os.geteuid() == 0:
+        for path in [Path(folder), *Path(folder).rglob("*")]:
+            os.chown(path, NOBODY, NOBODY)
+    return folder
+
+
+def run_checks(code, phases, exercises, sandbox=None):
+    """Run the course's checks of these phases (or their exercises) on the code in folder code, in a
+    process of its own, inside bubblewrap when sandbox names it; returns {(phase, exercise or None):
+    (passed, what failed)}."""
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "results.json"
         command = [sys.executable, "-c", RUNNER, str(Path(__file__).parent), str(out),
                    str(ROOT / "tests" / "checkpoints"), "--code", str(code), "-p", "no:cacheprovider", "-o", "addopts=",
                    "-q", *[arg for phase in phases for arg in ("--phase", str(phase))],
                    *(["--exercise", "all"] if exercises else [])]
-        env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARS}
+        env = {name: os.environ[name] for name in KEPT if name in os.environ}
+        if sandbox:
+            command = boxed(command, sandbox, [owned(code), owned(scratch)])
+        else:  # as you: your home, and your temporary folder
+            env.update({name: os.environ[name] for name in ("HOME", "TMPDIR")
+                        if name in os.environ})
         process = subprocess.Popen(command, cwd=scratch, env={**env, "PYTHONDONTWRITEBYTECODE": "1"},
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                    start_new_session=True)  # its own process group: stopped whole on a timeout
@@ -182,8 +257,9 @@ class Checker:
     """Runs the checks once for each state of a learner's code (the same code in two repositories is checked once),
     keeping the results in memory, and in a cache file when one is given."""
 
-    def __init__(self, cache=None):
+    def __init__(self, cache=None, sandbox=None):
         self.path, self.lock, self.fresh, self.retried = cache, threading.Lock(), set(), set()
+        self.sandbox = sandbox  # bubblewrap's path, or None: the checks run as you
         try:
             self.results = json.loads(Path(cache).read_text()) if cache and Path(cache).exists() else {}
         except (OSError, ValueError) as error:  # not one this report wrote: start afresh, and overwrite it
@@ -213,7 +289,7 @@ class Checker:
                 for name, blob in state.files:
                     Path(code, name).write_bytes(git_bytes(repo, "cat-file", "blob", blob))
                 try:
-                    found = run_checks(code, missing, exercises)
+                    found = run_checks(code, missing, exercises, self.sandbox)
                 except Problem as problem:  # not kept: the next run tries again
                     return {(p, k): self.known(state, p, k) or (False, str(problem)) for p, k in wanted}
             with self.lock:
@@ -248,19 +324,35 @@ def git_bytes(repo, *args):
 
 # ---- one learner ---------------------------------------------------------------------------------------------
 
+@functools.cache
+def reference_code():
+    """{a checkpoint's code, as State.files holds it: its phase}, for the course's checkpoints as
+    they are. A commit holding one (a tag, or the start `python phases/tags.py start N` made) holds
+    the course's code."""
+    return {code_files(folder.glob("*.py")): phase for phase, folder in enumerate(checkpoints())}
+
+
+def code_files(paths):
+    """The learner's code among these files, as ((name, blob id), ...): the .py files but the
+    course's."""
+    return tuple(sorted((p.name, blob_id(p.read_bytes())) for p in paths
+                        if p.name not in COURSE_FILES))
+
+
 class State:
     """A commit and the state of the learner's code in it: the top-level .py files but the course's, as blobs.
-    done: for a commit of the course's own tags (v0.5-contracts: the reference code of phase 4), that phase."""
+    done: when that is the code of one of the course's checkpoints (v0.5-contracts: phase 4's),
+    that phase; the course's code passes the checks of its phase and those before: none need run."""
 
     def __init__(self, repo, line):
-        self.commit, seconds, email, subject = (line.split(" ", 3) + [""])[:4]
-        self.time, self.reference = int(seconds), email == COURSE_EMAIL
-        tag = re.search(r"\(v0\.(\d+)-[\w-]+\)$", subject) if self.reference else None
-        self.done = int(tag.group(1)) - 1 if tag else -1
+        self.commit, seconds = line.split()[:2]
+        self.time = int(seconds)
         listing = git(repo, "ls-tree", self.commit)  # "100644 blob <id>\tbackend.py"
         self.files = tuple(sorted((name, entry.split()[2]) for entry, name in
                                   (line.split("\t", 1) for line in listing.splitlines())
                                   if entry.split()[1] == "blob" and name.endswith(".py") and name not in COURSE_FILES))
+        self.done = reference_code().get(self.files, -1) if self.files else -1
+        self.reference = self.done >= 0
         self.key = hashlib.sha256(repr(self.files).encode()).hexdigest()[:16]
 
     def date(self):
@@ -268,14 +360,15 @@ class State:
         return datetime.datetime.fromtimestamp(self.time, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
 
     def when(self):
-        """Example: "2026-03-02 10:00 1a2b3c4", or "reference" for a commit of the course's own tags."""
+        """Example: "2026-03-02 10:00 1a2b3c4", or "reference" for a commit of the course's code."""
         return "reference" if self.reference else f"{self.date()} {self.commit[:7]}"
 
 
 def history(repo, latest):
     """The commits leading to latest (first parents), oldest first, one for each run of the same code."""
     states = []
-    for line in git(repo, "log", "--first-parent", "--reverse", "--format=%H %ct %ae %s", latest).splitlines():
+    log = git(repo, "log", "--first-parent", "--reverse", "--format=%H %ct", latest)
+    for line in log.splitlines():
         state = State(repo, line)
         if not states or states[-1].files != state.files:
             states.append(state)
@@ -335,7 +428,7 @@ def check_learner(source, name, phases, args, checker, known):
             except Problem:
                 raise Problem(f"no commit on {args.branch or 'HEAD'} yet") from None
             states = history(repo, latest)
-            last = State(repo, git(repo, "log", "-1", "--format=%H %ct %ae %s", latest).strip())
+            last = State(repo, git(repo, "log", "-1", "--format=%H %ct", latest).strip())
             row["commit"], row["committed"] = last.commit[:7], last.date()
             row["checks"] = checker.check(repo, states[-1], phases)
             failed = [p for p in phases if not row["checks"][(p, None)][0]]
@@ -371,19 +464,53 @@ def tampered(repo, commit, known):
 
 # ---- what the instructor reads -------------------------------------------------------------------------------
 
-def table(rows, phases):
-    """The report as rows of text, the first its header: what the CSV holds and the HTML page shows."""
-    header = ["learner", "repository", "commit", "committed"]
+def points_of_phases():
+    """{phase: points} as the GitHub Classroom workflow counts them: each grader's max-score, the
+    first after the command naming its --phase; POINTS each without a workflow. Example: {0: 10}"""
+    try:
+        text = WORKFLOW.read_text(encoding="utf-8")
+    except OSError:
+        return {phase: POINTS for phase in range(len(checkpoints()))}
+    found = {}
+    for command in re.finditer(r"command: .*--phase (\d+)", text):
+        score = re.compile(r"max-score: (\d+)").search(text, command.end())
+        found.setdefault(int(command.group(1)), int(score.group(1)) if score else 0)
+    return found
+
+
+def statuses(row, phases):
+    """{phase: "pass", "fail", or "" when it was not checked (the repository could not be)}"""
+    return {p: "" if (p, None) not in row["checks"] else "pass" if row["checks"][(p, None)][0]
+            else "fail" for p in phases}
+
+
+def progress(row, phases, points):
+    """What a learner's line says: {"furthest": the last phase that passes, or None; "points";
+    "wrong": the problem, the tampered files and the first failure, in words, or ""}."""
+    status = statuses(row, phases)
+    passed = [p for p in phases if status[p] == "pass"]
+    failed = [p for p in phases if status[p] == "fail"]
+    wrong = [row["problem"], "tampered: " + "; ".join(row["tampered"]) if row["tampered"] else "",
+             f"phase {failed[0]}: {' '.join(row['checks'][(failed[0], None)][1].split())}"
+             if failed else ""]
+    return {"furthest": max(passed, default=None), "points": sum(points.get(p, 0) for p in passed),
+            "wrong": " · ".join(filter(None, wrong))}
+
+
+def table(rows, phases, points):
+    """The report as rows of text, the first its header: what the CSV holds and the page shows."""
+    header = ["learner", "repository", "commit", "committed", "furthest", "points"]
     for phase in phases:
         header += [f"phase {phase}", f"phase {phase} exercises", f"phase {phase} first green"]
-    lines = [header + ["tampered", "problem"]]
+    lines = [header + ["tampered", "problem", "what is wrong"]]
     for row in rows:
-        line = [row["learner"], row["repository"], row.get("commit", ""), row.get("committed", "")]
+        said, status = progress(row, phases, points), statuses(row, phases)
+        line = [row["learner"], row["repository"], row.get("commit", ""), row.get("committed", ""),
+                "" if said["furthest"] is None else said["furthest"], said["points"]]
         for phase in phases:
-            result = row["checks"].get((phase, None))
-            line += ["" if result is None else "pass" if result[0] else "fail",
-                     " ".join(map(str, row["exercises"].get(phase, []))), row["green"].get(phase, "")]
-        lines.append(line + ["; ".join(row["tampered"]), row["problem"]])
+            line += [status[phase], " ".join(map(str, row["exercises"].get(phase, []))),
+                     row["green"].get(phase, "")]
+        lines.append(line + ["; ".join(row["tampered"]), row["problem"], said["wrong"]])
     return lines
 
 
@@ -407,39 +534,93 @@ def grid(rows, phases):
     return "\n".join(line.rstrip() for line in out)
 
 
-STYLE = """body { font: 14px sans-serif; margin: 2em; } table { border-collapse: collapse; }
-th, td { border: 1px solid #ccc; padding: 4px 8px; vertical-align: top; text-align: left; }
-td.pass { background: #d9f2d9; } td.fail { background: #f9dcdc; } td.bad { background: #fff0c2; }
-span { display: block; font-size: 12px; color: #444; }
-span.ex:not(:empty)::before { content: "exercises "; } span.green:not(:empty)::before { content: "green since "; }"""
+# One file, no script, nothing fetched. Its tables have a fixed layout: their columns share the
+# window's width (1400 px: a line a learner, then the grid), and a longer text ends in "...".
+STYLE = """body { font: 14px/1.45 sans-serif; margin: 16px; color: #222; }
+h1 { font-size: 20px; margin: 0; } h2 { font-size: 16px; margin: 28px 0 6px; }
+p { margin: 4px 0 12px; color: #444; } small { color: #666; }
+table { border-collapse: collapse; table-layout: fixed; width: 100%; }
+th, td { border-bottom: 1px solid #ddd; padding: 3px 6px; text-align: left; vertical-align: top;
+  white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+th { font-size: 12px; color: #555; }
+col.learner { width: 170px; } col.phases { width: 230px; } col.furthest { width: 80px; }
+col.points { width: 90px; } col.commit { width: 190px; }
+i { display: inline-block; width: 11px; height: 14px; margin-right: 2px; vertical-align: -2px; }
+i.pass { background: #3b9b48; } i.fail { background: #d9534f; } i.none { background: #e4e4e4; }
+td.wrong:not(:empty) { background: #fff0c2; }
+table.grid td { font-size: 12px; padding: 3px 4px; }
+table.grid b, table.grid span { display: block; }
+table.grid td.pass { background: #d9f2d9; } table.grid td.fail { background: #f9dcdc; }
+dl { font-size: 13px; } dt { font-weight: bold; margin-top: 8px; }
+dd { margin: 2px 0 0 16px; white-space: pre-wrap; }"""
+INTRO = ("Made {made} UTC with the course's own checks, on each learner's latest commit: "
+         "{count} learners, phases {first} to {last}, furthest first. Points as the GitHub "
+         "Classroom workflow counts them. What is wrong: the repository's problem, the check files "
+         "that match no version of the course's (tampered), and the first phase that fails, in the "
+         "check's words (in full at the bottom).")
+GRID = ("A cell: the phase's check on the latest commit, the exercises that pass there, and when "
+        "the phase first went green (month-day hour:minute, UTC; reference: the course's own "
+        "code). Hover a cell for the date, the commit and the failure.")
 
 
-def page(rows, phases, made):
-    """One self-contained HTML page: the table, its style inline, no script, nothing fetched."""
-    cell = html.escape
-    head = "".join(f"<th>phase {p}<span>{sum(r['checks'].get((p, None), [False])[0] for r in rows)} of {len(rows)} "
-                   f"pass</span><span>exercises with a check: {' '.join(map(str, exercises_of(p))) or 'none'}</span>"
-                   "</th>" for p in phases)
-    body = []
-    for row in rows:
-        cells = [f'<td class="learner">{cell(row["learner"])}<span>{cell(row["repository"])}</span></td>',
-                 f'<td class="commit">{cell(row.get("commit", ""))}<span>{cell(row.get("committed", ""))}</span></td>']
-        for phase in phases:
-            result = row["checks"].get((phase, None))
-            status = "" if result is None else "pass" if result[0] else "fail"
-            cells.append(f'<td class="{status or "none"}" title="{cell(result[1] if result else "")}">'
-                         f'<b>{status}</b><span class="ex">{" ".join(map(str, row["exercises"].get(phase, [])))}'
-                         f'</span><span class="green">{cell(row["green"].get(phase, ""))}</span></td>')
-        cells.append(f'<td class="{"bad" if row["tampered"] else "tampered"}">{cell("; ".join(row["tampered"]))}</td>')
-        cells.append(f'<td class="problem">{cell(row["problem"])}</td>')
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Course report, {made}</title>'
-            f"<style>{STYLE}</style></head><body><h1>Course report</h1><p>Made {made} UTC with the course's own "
-            "checks. A cell: the phase's check on the learner's latest commit, the exercises that pass there, and "
-            "when the phase first went green (UTC; reference: the course's code). Hover a failed cell for the first "
-            "failure. Tampered: check files that differ from every version of the course's.</p>"
-            f'<table><thead><tr><th>learner</th><th>commit</th>{head}<th>tampered</th><th>problem</th></tr></thead>'
-            f"<tbody>{''.join(body)}</tbody></table></body></html>\n")
+def summary_line(row, said, phases, most):
+    """The learner's one line: name, a box a phase, the furthest phase, the points, the last commit,
+    what is wrong. The repository shows on hover over the name."""
+    cell, status = html.escape, statuses(row, phases)
+    boxes = "".join(f'<i class="{status[p] or "none"}" title="phase {p}: '
+                    f'{status[p] or "not checked"}"></i>' for p in phases)
+    furthest = "none" if said["furthest"] is None else f"phase {said['furthest']}"
+    return (f'<tr><td class="learner" title="{cell(row["learner"] + ": " + row["repository"])}">'
+            f'{cell(row["learner"])}</td><td class="phases">{boxes}</td>'
+            f'<td class="furthest">{furthest}</td>'
+            f'<td class="points">{said["points"]} <small>of {most}</small></td>'
+            f'<td class="commit">{cell(row.get("committed", ""))} '
+            f'<small>{cell(row.get("commit", ""))}</small></td>'
+            f'<td class="wrong" title="{cell(said["wrong"])}">{cell(said["wrong"])}</td></tr>')
+
+
+def grid_line(row, phases):
+    """The learner's row of the grid: a cell a phase, with its status, its exercises that pass, and
+    when it first went green (month-day hour:minute; the rest, and any failure, on hover)."""
+    cell, status, cells = html.escape, statuses(row, phases), []
+    for phase in phases:
+        green = row["green"].get(phase, "")  # "2026-03-02 10:00 1a2b3c4", or "reference"
+        hover = " ".join(f"{green} {row['checks'].get((phase, None), (False, ''))[1]}".split())
+        done = " ".join(map(str, row["exercises"].get(phase, [])))
+        cells.append(f'<td class="{status[phase] or "none"}" title="{cell(hover)}">'
+                     f'<b>{status[phase]}</b><span class="ex">{"ex " + done if done else ""}</span>'
+                     f'<span class="green">{cell(green[5:16] if green[:1].isdigit() else green)}'
+                     "</span></td>")
+    who = cell(row["learner"] + ": " + row["repository"])
+    return f'<tr><td class="learner" title="{who}">{cell(row["learner"])}</td>{"".join(cells)}</tr>'
+
+
+def page(rows, phases, points, made):
+    """One self-contained HTML page: a line a learner, furthest first (those that could not be
+    read last); the full grid below; then what is wrong, in full."""
+    said = [progress(row, phases, points) for row in rows]
+    order = sorted(range(len(rows)), key=lambda n: (
+        1 if said[n]["furthest"] is None else -said[n]["furthest"], -said[n]["points"],
+        rows[n]["learner"].lower()))
+    most = sum(points.get(p, 0) for p in phases)
+    lines = "".join(summary_line(rows[n], said[n], phases, most) for n in order)
+    grid_rows = "".join(grid_line(rows[n], phases) for n in order)
+    full = "".join(f"<dt>{html.escape(rows[n]['learner'])}</dt>"
+                   f"<dd>{html.escape(said[n]['wrong'])}</dd>" for n in order if said[n]["wrong"])
+    passing = {p: sum(statuses(row, [p])[p] == "pass" for row in rows) for p in phases}
+    heads = "".join(f"<th>phase {p}<br><small>{passing[p]} of {len(rows)}</small></th>"
+                    for p in phases)
+    intro = INTRO.format(made=made, count=len(rows), first=phases[0], last=phases[-1])
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Course report, '
+            f"{made}</title><style>{STYLE}</style></head><body><h1>Course report</h1><p>{intro}</p>"
+            '<table class="summary"><colgroup><col class="learner"><col class="phases">'
+            '<col class="furthest"><col class="points"><col class="commit"><col></colgroup><thead>'
+            "<tr><th>learner</th><th>phases</th><th>furthest</th><th>points</th>"
+            f"<th>last commit (UTC)</th><th>what is wrong</th></tr></thead><tbody>{lines}</tbody>"
+            f"</table><h2>Every phase</h2><p>{GRID}</p>"
+            '<table class="grid"><colgroup><col class="learner"></colgroup><thead><tr>'
+            f"<th>learner</th>{heads}</tr></thead><tbody>{grid_rows}</tbody></table>"
+            f"<h2>What is wrong, in full</h2><dl>{full or '<dt>nothing</dt>'}</dl></body></html>\n")
 
 
 def learners(args, parser):
@@ -476,7 +657,11 @@ def main(argv=None):
     if not phases or not set(phases) <= set(range(len(checkpoints()))) or args.jobs < 1:
         parser.error(f"--phases are 0 to {len(checkpoints()) - 1}, and --jobs at least 1")
     sources, started = learners(args, parser), time.time()
-    checker, known = Checker(args.cache), known_check_files()
+    sandbox, why = find_sandbox()
+    if not sandbox:
+        print(f"note: no sandbox ({why}): the learners' code runs as you, able to read and change "
+              "your files", file=sys.stderr, flush=True)
+    checker, known, points = Checker(args.cache, sandbox), known_check_files(), points_of_phases()
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         rows = list(pool.map(lambda pair: check_learner(*pair, phases, args, checker, known), sources))
     checker.save()
@@ -488,9 +673,9 @@ def main(argv=None):
     try:
         if args.csv:
             with open(args.csv, "w", newline="", encoding="utf-8") as out:
-                csv.writer(out).writerows(table(rows, phases))
+                csv.writer(out).writerows(table(rows, phases, points))
         if args.html:
-            Path(args.html).write_text(page(rows, phases, made), encoding="utf-8")
+            Path(args.html).write_text(page(rows, phases, points, made), encoding="utf-8")
     except OSError as error:
         sys.exit(f"error: could not write {error.filename}: {error.strerror}")
 

@@ -3,10 +3,10 @@ your own.
 
 Run:  python phases/tags.py              builds v0.0-start, v0.1-hello, v0.2-loop, ...
                                          (then: git diff v0.2-loop v0.3-guardrails)
-      python phases/tags.py start 1      puts you on a new branch my-phase-1 at phase 1's start (v0.1-hello)
-v0.0-start is HEAD's committed tree without the code you write; each later tag is that tree with the top-level
-code of its checkpoint, and the tags form one linear history. Building them leaves your working tree, index and
-branch alone, and running it again gives the same tags (same trees, fixed author and dates).
+      python phases/tags.py start 3      puts you on a new branch my-phase-3 at phase 3's start
+v0.0-start is HEAD's committed tree without the code you write; each later tag adds a checkpoint's
+code, in one linear history, the same each time, leaving your files and branch alone. In your own
+repository (a Classroom copy) a phase's start is a new commit on top of yours: no push needs force.
 """
 import os
 import subprocess
@@ -19,6 +19,8 @@ START = "v0.0-start"
 AUTHOR = {"GIT_AUTHOR_NAME": "course", "GIT_AUTHOR_EMAIL": "course@example.invalid",
           "GIT_AUTHOR_DATE": "2026-01-01T00:00:00+00:00", "GIT_COMMITTER_NAME": "course",
           "GIT_COMMITTER_EMAIL": "course@example.invalid", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00+00:00"}
+# Who makes a phase's start on top of your commits: the course, dated now (your history in order).
+NOW = {name: value for name, value in AUTHOR.items() if not name.endswith("_DATE")}
 
 
 def git(*args, env=None, check=True):
@@ -39,13 +41,13 @@ def tag_name(phase):
     return f"v0.{int(number) + 1}-{name}"
 
 
-def build_tree(phase, code_files):
+def build_tree(phase, files):
     """HEAD's tree with the top-level code files taken from phases/<phase>/ (removed where it has none; phase None
     removes them all)."""
     with tempfile.TemporaryDirectory() as scratch:
         index = {"GIT_INDEX_FILE": os.path.join(scratch, "index")}  # a private index: yours is untouched
         git("read-tree", "HEAD", env=index)
-        for name in sorted(code_files):
+        for name in sorted(files):
             if phase and name in names(f"HEAD:phases/{phase}"):
                 blob = git("rev-parse", f"HEAD:phases/{phase}/{name}")
                 git("update-index", "--add", "--cacheinfo", f"100644,{blob},{name}", env=index)
@@ -66,34 +68,67 @@ def phases():
 
 def build():
     """Make every tag, from v0.0-start on, and print them."""
-    code_files = {n for p in phases() for n in names(f"HEAD:phases/{p}") if n.endswith(".py")}
-    commit = git("commit-tree", build_tree(None, code_files), "-m", f"The course, before your code ({START})",
-                 env=AUTHOR)
+    files = code_files()
+    commit = git("commit-tree", build_tree(None, files), "-m",
+                 f"The course, before your code ({START})", env=AUTHOR)
     git("update-ref", f"refs/tags/{START}", commit)
     print(f"{START:18} {commit[:10]}  The course, before your code")
     for phase in phases():
-        commit = git("commit-tree", build_tree(phase, code_files), "-p", commit, "-m",
+        commit = git("commit-tree", build_tree(phase, files), "-p", commit, "-m",
                      f"{title(phase)} ({tag_name(phase)})", env=AUTHOR)
         git("update-ref", f"refs/tags/{tag_name(phase)}", commit)
         print(f"{tag_name(phase):18} {commit[:10]}  {title(phase)}")
 
 
+def code_files():
+    """Every top-level code file a checkpoint has, e.g. {"backend.py", "harness.py", ...}."""
+    return {n for p in phases() for n in names(f"HEAD:phases/{p}") if n.endswith(".py")}
+
+
+def is_the_course():
+    """True in the course's own repository: HEAD's top-level code is its last checkpoint's, as the
+    course keeps it. A Classroom copy starts with no code, and a learner's branch holds theirs."""
+    last = f"HEAD:phases/{phases()[-1]}"
+    return all(git("rev-parse", "--verify", "--quiet", f"HEAD:{name}", check=False) ==
+               git("rev-parse", f"{last}/{name}") for name in names(last) if name.endswith(".py"))
+
+
+def on_top(number, tag):
+    """A commit on top of HEAD holding phase `number`'s start: HEAD's tree with the top-level code
+    of the checkpoint before it (none for phase 0), so that everything else of yours stays; HEAD
+    itself when it holds that already (a fresh Classroom copy, for phase 0). Your code stays in
+    the history."""
+    tree = build_tree(phases()[number - 1] if number else None, code_files())
+    if tree == git("rev-parse", "HEAD^{tree}"):
+        return git("rev-parse", "HEAD")
+    message = (f"Phase {number}'s start, from the course: the code of {tag}\n\nMade by `python "
+               f"phases/tags.py start {number}` on top of the commits before it, which keep "
+               "your code.")
+    return git("commit-tree", tree, "-p", "HEAD", "-m", message, env=NOW)
+
+
 def start(number, branch=None):
-    """Put the learner on a new branch at phase `number`'s start: v0.0-start for phase 0, else the checkpoint
-    before it. The tags are built first when they are missing."""
+    """Put the learner on a new branch at phase `number`'s start: in the course's own repository,
+    the tag (v0.0-start for phase 0, else the checkpoint before it); anywhere else, a new commit on
+    top of HEAD holding the same code, so that a push to your own repository needs no force. The
+    tags are built first when missing."""
     if number not in range(len(phases())):
         sys.exit(f"there is no phase {number}: the phases are 0 to {len(phases()) - 1}")
     if not git("tag", "--list", START):
         build()
-    where = START if number == 0 else tag_name(phases()[number - 1])
+    tag = START if number == 0 else tag_name(phases()[number - 1])
+    where = tag if is_the_course() else on_top(number, tag)
     branch = branch or f"my-phase-{number}"
     switched = subprocess.run(["git", "switch", "-c", branch, where], cwd=ROOT, capture_output=True, text=True)
     if switched.returncode != 0:
-        sys.exit(f"could not start {branch} at {where}: {switched.stderr.strip()}\n(commit or stash your changes "
-                 f"first; if {branch} exists, `git switch {branch}` returns to it, or give another name: "
-                 f"python phases/tags.py start {number} NAME)")
-    print(f"You are on {branch}, at the start of phase {number} ({where}). Follow phases/{phases()[number]}/"
-          f"README.md, then check your work:  python -m pytest tests/checkpoints --phase {number}")
+        sys.exit(f"could not start {branch} at {tag}: {switched.stderr.strip()}\n(commit or stash "
+                 f"your changes first; if {branch} exists, `git switch {branch}` returns to it, or "
+                 f"give another name: python phases/tags.py start {number} NAME)")
+    mine = "" if where == tag else (", on top of the commits you had (no force needed: "
+                                    "git push origin HEAD:main)")
+    print(f"You are on {branch}, at the start of phase {number} ({tag}){mine}. Follow "
+          f"phases/{phases()[number]}/README.md, then check your work:  "
+          f"python -m pytest tests/checkpoints --phase {number}")
 
 
 if __name__ == "__main__":

@@ -109,6 +109,38 @@ def apply_solution(folder, phase, exercise):
     assert applied.returncode == 0, f"{solution(phase, exercise)} does not apply: {applied.stderr.strip()}"
 
 
+# GitHub Classroom makes each learner's repository from the template: one commit, by its bot.
+CLASSROOM_BOT = {"GIT_AUTHOR_NAME": "github-classroom[bot]", "GIT_COMMITTER_NAME": "GitHub",
+                 "GIT_AUTHOR_EMAIL": "66690702+github-classroom[bot]@users.noreply.github.com",
+                 "GIT_COMMITTER_EMAIL": "noreply@github.com"}
+
+
+def course_clone(folder):
+    """A clone of this course's committed state in folder, with its tags (python phases/tags.py)."""
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(folder)], check=True,
+                   capture_output=True)
+    subprocess.run([sys.executable, "phases/tags.py"], cwd=folder, check=True, capture_output=True)
+    return Path(folder)
+
+
+def classroom_copy(course, folder):
+    """A learner's repository as GitHub Classroom makes it from the template (the course's
+    v0.0-start, pushed as the README's "For instructors" says): a bare origin, folder.git, whose one
+    commit, "Initial commit" by the Classroom bot, holds the template's files; and the learner's
+    clone of it in folder."""
+    def git(cwd, *args):
+        return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
+                              env=clean_env(**CLASSROOM_BOT)).stdout.strip()
+
+    origin = Path(f"{folder}.git")
+    template = git(course, "rev-parse", "v0.0-start^{tree}")
+    first = git(course, "commit-tree", template, "-m", "Initial commit")
+    git(course, "init", "--quiet", "--bare", "--initial-branch", "main", str(origin))
+    git(course, "push", "--quiet", str(origin), f"{first}:refs/heads/main")
+    git(origin.parent, "clone", "--quiet", str(origin), str(folder))
+    return Path(folder)
+
+
 def clean_env(**settings):
     """This environment without provider settings, plus those given, for a child process that must not reach a
     real provider or write bytecode into the code under test."""
