@@ -12,10 +12,13 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import weakref
+from pathlib import Path
 
+import guards
 import shell
 
 MODERN = "2026-07-28"  # MCP without a handshake: each request carries its version, in params._meta
@@ -43,6 +46,7 @@ class Server:
 
     def __init__(self, name, argv, env, stderr):
         self.name, self.version, self.last_id, self.lock = name, None, 0, threading.Lock()
+        self.stderr = stderr  # where its stderr goes: a file, for the record
         self.info = {}  # what the server says of itself: {"name": "ticket-server", "version": "1.0"}
         self.inbox, self.outbox = queue.Queue(MAX_WAITING), queue.Queue()
         try:
@@ -152,6 +156,29 @@ class Server:
     def send(self, message):
         """Hand one message, one line, to the thread that writes it (write_lines()): it never waits here."""
         self.outbox.put(json.dumps(message).encode() + b"\n")
+
+
+def start_all(commands, policy, deadline=None, servers=None):
+    """Start an MCP server for each command, each joining servers (the run's list, so that each ends with
+    the run, even one that failed to start): in the sandbox where there is one (the workspace as an approved
+    command sees it, the network it may need, nothing of the harness), its stderr kept in a temporary file,
+    named as --mcp NAME= says, else as it names itself (a second of one name gets a number)."""
+    servers = [] if servers is None else servers
+    if not policy.sandbox:  # what a server leaves behind comes back to the harness, which ends it
+        shell.adopt()
+    for command in commands:
+        given, _, command = command.partition("=") if re.match(r"[\w-]+=", command) else ("", "", command)
+        path = os.pathsep.join([os.path.dirname(sys.executable), guards.search_path(policy.workspace)])
+        argv = command_argv(command, path)  # our python first
+        boxed = shell.sandboxed(argv, policy, policy.write, network=True) if policy.sandbox else argv
+        server = Server(given or Path(argv[0]).stem, boxed, shell.environment(path), tempfile.TemporaryFile())
+        servers.append(server)
+        server.start(deadline)
+        name = given or str(server.info.get("name") or server.name).rsplit("/", 1)[-1]  # its own name
+        name = re.sub(r"[^\w-]", "_", name, flags=re.A)[:20]  # what the APIs take in a tool's name
+        taken = any(other.name == name for other in servers[:-1])
+        server.name = name + (str(len(servers)) if taken else "")
+    return servers
 
 
 def command_argv(command, path, windows=os.name == "nt", pathext=os.environ.get("PATHEXT", ".COM;.EXE;.BAT;.CMD")):

@@ -1,23 +1,26 @@
 """The agent loop: send the task, run the tools the model asks for, send back the results, repeat.
+run(task) returns the answer and prints nothing; cli.py, the front door, shows what it does.
 
 Run:  python harness.py "List the files here, then read backend.py and tell me which model it calls."
       python harness.py --backend groq --model openai/gpt-oss-20b "What does README.md say?"
 """
-import argparse
 import json
-import sys
 
-from backend import BACKENDS, BackendError, chat, choose
+from backend import chat, choose
 from tools import REGISTRY, TOOLS
 
 MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
-SHOWN_CHARS = 200  # of a call's arguments printed on screen; the model gets them whole
 SYSTEM = ("You are a careful assistant working in the user's current directory. "
           "Use the tools to look at the files before you answer, then answer briefly.")
 
 
-def run(task, backend=None):
-    """Run one task to the end; return the model's answer, or None when MAX_STEPS ran out first."""
+def ignore(*args):
+    """A hook nobody gave: nothing to show."""
+
+
+def run(task, backend=None, on_call=ignore):
+    """Run one task to the end; return the model's answer, or None when MAX_STEPS ran out first.
+    on_call(step, name, arguments) hears of each call before it runs: the command line prints it."""
     backend = backend or choose()
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}]
     for step in range(1, MAX_STEPS + 1):
@@ -26,7 +29,7 @@ def run(task, backend=None):
         if not message.tool_calls:
             return message.content or ""
         for call in message.tool_calls:  # one tool message per call, carrying the call's id
-            print(f"[{step}] {call.function.name} {cut(call.function.arguments)}")
+            on_call(step, call.function.name, call.function.arguments)
             messages.append({"role": "tool", "tool_call_id": call.id, "content": run_tool(call)})
     return None
 
@@ -69,31 +72,6 @@ def run_tool(call):
         return f"error: {name} failed: {type(error).__name__}: {error}"
 
 
-def cut(text, limit=SHOWN_CHARS):
-    """Text for one line of the screen. Example: cut("x" * 300) -> 200 x's, then " [... 100 more characters]" """
-    return text if len(text) <= limit else f"{text[:limit]} [... {len(text) - limit} more characters]"
-
-
-def main():
-    parser = argparse.ArgumentParser(description="Run one task with a tool-calling model.")
-    parser.add_argument("task", help="what you want done, in quotes")
-    parser.add_argument("--backend", choices=BACKENDS, help="default: $BACKEND, else the first key found, else demo")
-    parser.add_argument("--model", help="default: $MODEL, else the backend's default model")
-    parser.add_argument("--base-url", help="any OpenAI-compatible server (default: $BASE_URL, else the backend's)")
-    args = parser.parse_args()
-    if not args.task.strip():
-        parser.error("the task is empty: say what you want done")
-    try:
-        answer = run(args.task, choose(args.backend, args.model, args.base_url))
-    except BackendError as error:
-        sys.exit(f"error: {error}")
-    except KeyboardInterrupt:
-        sys.exit(130)
-    if answer is None:
-        print(f"stopped: hit the step limit (MAX_STEPS = {MAX_STEPS})")
-        sys.exit(3)
-    print(answer)
-
-
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # the command line is the front door's: cli.py
+    import cli
+    cli.main()

@@ -1,48 +1,40 @@
 """The agent loop: send the task, run the tools the model asks for, send back the results, repeat.
+run(task) returns a Result and prints nothing; cli.py, the front door, shows what it does and asks you.
 
 Run:  python harness.py "List the files here, then read backend.py and tell me which model it calls."
       python harness.py --stream --deadline 60 --trace run.jsonl "Run `make test` and tell me what failed"
 The model proposes; plan() in tools.py decides what runs at once, what asks you first, and what never runs.
-Every run ends with a status and an exit code: answered, the budget that ran out first, or what went wrong.
+Every run ends with a status: answered, the budget that ran out first, or what went wrong (cli.py makes it an
+exit code).
 """
 import time
 
 STARTED = time.monotonic()  # --deadline counts from here: the imports below take most of a second
 
-import argparse
 import json
-import logging
 import os
-import shutil
-import signal
-import stat
-import sys
 import threading
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 
 import guards
 import shell
-from backend import BACKENDS, BackendError, chat, choose
-from guards import ToolError, mask, shown
+from backend import BackendError, chat, choose
+from guards import ToolError, mask
 from tools import MAX_COMMAND, REGISTRY, TOOLS, BadCall, check_call, plan, truncate
 
 MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
 MAX_TOOL_CALLS = 30  # tool calls per task, refused ones included
-SHOWN_CHARS = 200  # of a call's arguments printed on screen; the model gets them whole
 CHARS_PER_TOKEN = 4  # to estimate tokens when a server does not count them
-TRACE_CHARS = 20_000  # longest text kept in one field of the trace; the rest is counted, not written
 GRACE = 1  # seconds past the deadline that a command stopped by it (or the run's report) has to finish
 SAME_CALL_LIMIT = 3  # the same call in this many turns in a row: the model is told; once more and the run stops
-EXIT_CODES = {"answered": 0, "provider_error": 1, "output_error": 1, "internal_error": 1, "step_limit": 3,
-              "tool_call_limit": 3, "token_limit": 3, "deadline": 3, "repeated": 3, "incomplete": 4,
-              "content_filter": 4, "refused": 4, "interrupted": 130}
 SYSTEM = ("You are a careful assistant working in the user's workspace directory. "
           "Use the tools to look at the files before you answer, then answer briefly.")
 EMPTY_ANSWER = "Your reply was empty. Answer the task in words, or call a tool."
-SIGNAL_EXIT = {"SIGINT": 130, "SIGTERM": 143, "SIGHUP": 129}  # SIGTERM and SIGHUP end a run as Ctrl-C does
-BLOCKED = []  # writes to standard output given up on: a thread still waits in one, holding its lock
+
+
+def ignore(*args, **fields):
+    """A hook nobody gave: it shows nothing, records nothing, and approves nothing (None is no yes)."""
 
 
 @dataclass
@@ -56,8 +48,19 @@ class Limits:
 
 @dataclass
 class Result:
-    """How a run ended and what it used; messages is the whole conversation, ready to read or to continue."""
-    status: str = "running"  # then one of EXIT_CODES
+    """One run, as it goes and when it is over: what it was given (who answers, what it may touch, its budgets,
+    the functions it calls to show a call, ask and record) and what it did. run() fills it and returns it:
+    status says how it ended; messages is the whole conversation, ready to read or to continue."""
+    backend: dict = None  # choose()'s: who answers
+    policy: guards.Policy = None  # what it may touch, and what it asks about
+    limits: Limits = field(default_factory=Limits)
+    deadline: float | None = None  # a time.monotonic(): the moment its time is up
+    approve: object = ignore  # approve(question) -> True for yes; anything else is a no
+    on_call: object = ignore  # on_call(step, name, arguments): a call, before it is decided
+    on_text: object = None  # on_text(piece): streamed text as it arrives (None: no streaming)
+    on_note: object = ignore  # on_note(text): a retry, a fallback
+    record: object = ignore  # record(kind, **fields): each step, for a trace
+    status: str = "running"  # then answered, or what ended it: step_limit, deadline, provider_error, ...
     answer: str = ""
     error: str = ""  # what went wrong, in words, when the status is not answered
     steps: int = 0
@@ -76,90 +79,21 @@ class Stop(Exception):
         self.status, self.error = status, error
 
 
-class Trace:
-    """The JSONL trace: one JSON object a line, written whole and at once, so a crash loses nothing done; every
-    text in it masked as tool results are."""
-
-    def __init__(self, path=None, policy=None):
-        self.run, self.file, self.policy = os.urandom(4).hex(), None, policy  # the run's id tells runs apart
-        if path:
-            self.file = open(trace_file(path, policy), "ab", buffering=0)
-
-    def record(self, kind, **fields):
-        if self.file:
-            fields = {name: truncate(mask(self.policy, value), TRACE_CHARS) if isinstance(value, str) else value
-                      for name, value in fields.items()}
-            try:
-                self.file.write((json.dumps({"run": self.run, "type": kind, **fields}) + "\n").encode())
-            except OSError as error:
-                self.file = None  # once is enough
-                raise Stop("output_error", f"the trace could not be written: {error.strerror}") from None
-
-
-def trace_file(path, policy):
-    """The trace's file descriptor, opened so that nothing redirects it: a link at its path, or (in the workspace,
-    where the model may have made one) on its way to it, or a file that is no regular file is an error."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):  # a link, a pipe, a folder
-        raise Stop("output_error", f"the trace {path} is not a regular file")
-    try:
-        if Path(folder).resolve().is_relative_to(policy.workspace) and os.path.realpath(folder) != folder:
-            raise OSError(0, "a link leads to its folder")
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) |
-                     getattr(os, "O_NONBLOCK", 0), 0o600)  # a link is refused, and a pipe nobody reads cannot block
-    except OSError as error:
-        raise Stop("output_error", f"the trace {path} cannot be opened: {error.strerror}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise Stop("output_error", f"the trace {path} is not a regular file")
-    return fd
-
-
-@dataclass
-class Settings:
-    """What a run was asked to do: who answers, who approves, what it may touch, its budgets, clock and trace."""
-    backend: dict
-    approve: object
-    limits: Limits
-    deadline: float | None  # a time.monotonic(): the moment the run's time is up
-    policy: guards.Policy
-    trace: Trace
-    on_text: object = None  # streamed text, as it arrives
-
-
-def ask_user(question, whole=False):
-    """The default approval: ask on the terminal, the question fitted to it unless whole (an answer ? shows it
-    whole); only y or yes is a yes. The question is safe to show already: guards.question() built it."""
-    size = os.get_terminal_size(2) if os.isatty(2) else shutil.get_terminal_size()  # the terminal it is asked on
-    tell(f"{question if whole else guards.fit(question, size.lines - 2, size.columns)}? [y/N] ", end="")
-    answer = sys.stdin.readline() if sys.stdin else ""
-    if not (sys.stdin and sys.stdin.isatty()):  # show what was piped in, as a terminal would have
-        tell(shown(answer.strip(), one_line=True) or "(end of input: no)")
-    if answer.strip() == "?" and not whole:
-        return ask_user(question, whole=True)
-    return answer.strip().lower() in ("y", "yes")
-
-
-def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=None, history=None, on_text=None,
-        policy=None):
+def run(task, backend=None, approve=ignore, limits=None, started=None, history=None, policy=None, on_call=ignore,
+        on_text=None, on_note=ignore, record=ignore):
     """Run one task until it ends, and return a Result whose status says how it ended. approve(question)
-    decides the calls that need a person (only True means yes); limits is a Limits; trace a file name for the
-    JSONL trace; started the time.monotonic() the deadline counts from (default: now); history an earlier
-    result.messages to go on from; on_text, given, has the reply streamed to it as it arrives; policy says what the
-    run may touch (default: guards.policy())."""
+    decides the calls that need a person (only True means yes; by default none); limits is a Limits; started
+    the time.monotonic() the deadline counts from (default: now); history an earlier result.messages to go on
+    from; policy says what the run may touch (default: guards.policy()). on_call, on_text (given, the reply is
+    streamed to it as it arrives), on_note and record: see Result."""
     limits, started = limits or Limits(), started or time.monotonic()
-    policy = policy or guards.policy(trace=trace)
-    result = Result(messages=[*(history or [{"role": "system", "content": SYSTEM}]), {"role": "user", "content": task}])
-    settings = Settings(backend, approve, limits, limits.deadline and started + limits.deadline, policy,
-                        Trace(policy=policy), on_text)
-    if not policy.sandbox and policy.why_none != "--sandbox off":
-        note(f"no sandbox ({policy.why_none}): commands that are not plainly read-only ask you first, even with "
-             "--yes; --sandbox off says you accept that.")
+    result = Result(backend, policy or guards.policy(), limits, limits.deadline and started + limits.deadline,
+                    approve, on_call, on_text, on_note, record,
+                    messages=[*(history or [{"role": "system", "content": SYSTEM}]), {"role": "user", "content": task}])
     try:
-        settings.trace = Trace(trace, policy)
-        settings.backend = backend or choose()
-        settings.trace.record("start", task=task, backend=settings.backend["name"], model=settings.backend["model"])
-        loop(settings, result)
+        result.backend = backend or choose()
+        record("start", task=task, backend=result.backend["name"], model=result.backend["model"])
+        loop(result)
         result.status = "answered"
     except Stop as stop:
         result.status, result.error = stop.status, stop.error
@@ -169,25 +103,30 @@ def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=N
         result.status = "interrupted"
     except Exception as error:  # a fault of ours, or of a library's: the run still ends with a status and a record
         result.status, result.error = "internal_error", f"{type(error).__name__}: {error}"
+    return finish(result, started)
+
+
+def finish(result, started):
+    """End a run, however it ended: every command stopped, every call answered, the end recorded. A record that
+    fails says so in the error; the run keeps its own status."""
     for process in list(shell.RUNNING):  # nothing a command started outlives the run
         shell.stop(process)
     result.seconds = round(time.monotonic() - started, 3)
     if result.status != "answered":  # an answered run has every call answered
-        answer_every_call(settings, result)
+        answer_every_call(result)
     try:
-        settings.trace.record("end", status=result.status, answer=result.answer, error=result.error,
-                              steps=result.steps, tool_calls=result.tool_calls, usage=result.usage,
-                              seconds=result.seconds)
+        result.record("end", status=result.status, answer=result.answer, error=result.error, steps=result.steps,
+                      tool_calls=result.tool_calls, usage=result.usage, seconds=result.seconds)
     except Stop as stop:  # the trace itself failed: say so, and keep the run's own status
         result.error = result.error or stop.error
     return result
 
 
-def loop(settings, result):
+def loop(result):
     """The phase 1 loop, its steps named: check the budgets, ask the model, keep its reply, run its calls."""
     while True:
-        check_budgets(settings, result)
-        message = ask(settings, result)
+        check_budgets(result)
+        message = ask(result)
         result.messages.append(assistant_message(message))
         if not message.tool_calls and (message.content or "").strip():
             result.answer = message.content
@@ -197,13 +136,13 @@ def loop(settings, result):
                 raise Stop("incomplete", "the model gave an empty answer twice")
             result.messages.append({"role": "user", "content": EMPTY_ANSWER})
             continue
-        run_tools(settings, result, message.tool_calls)
+        run_tools(result, message.tool_calls)
 
 
-def check_budgets(settings, result):
+def check_budgets(result):
     """Every budget, decided in one place before each request: raises Stop naming the one that ran out."""
-    limits = settings.limits
-    if settings.deadline and time.monotonic() >= settings.deadline:
+    limits = result.limits
+    if result.deadline and time.monotonic() >= result.deadline:
         raise Stop("deadline")
     if result.tool_calls > limits.max_tool_calls:
         raise Stop("tool_call_limit")
@@ -213,13 +152,13 @@ def check_budgets(settings, result):
         raise Stop("step_limit")
 
 
-def ask(settings, result):
+def ask(result):
     """One model reply, waited for until the deadline; its tokens counted, its call ids made unique, its record
     traced. A reply cut short, filtered or refused ends the run with that status, and nothing in it runs."""
     result.steps += 1
     asked = time.monotonic()
-    response = within(settings.deadline, "the model", partial(chat, result.messages, tools=TOOLS, on_note=note,
-                                                               backend=settings.backend, on_text=settings.on_text))
+    response = within(result.deadline, "the model", partial(chat, result.messages, tools=TOOLS, on_note=result.on_note,
+                                                             backend=result.backend, on_text=result.on_text))
     message, finish = response.choices[0].message, response.choices[0].finish_reason
     used = {m.get("tool_call_id") for m in result.messages}
     for call in message.tool_calls or []:  # a server may send an empty id, or one used before: the next
@@ -235,7 +174,7 @@ def ask(settings, result):
         result.usage[name] += usage[name]
     ending = "refused" if message.refusal else {"length": "incomplete", "content_filter": "content_filter"}.get(finish)
     calls = [] if ending else [call.id for call in message.tool_calls or []]  # an ending reply's calls never run
-    settings.trace.record("reply", step=result.steps, finish_reason=finish, content=message.content,
+    result.record("reply", step=result.steps, finish_reason=finish, content=message.content,
                           refusal=message.refusal, calls=calls, usage=usage, seconds=round(time.monotonic() - asked, 3))
     if ending:
         result.messages.append({"role": "assistant", "content": message.content or ""})  # no half-written calls
@@ -245,7 +184,7 @@ def ask(settings, result):
     return message
 
 
-def run_tools(settings, result, calls):
+def run_tools(result, calls):
     """Run one reply's tool calls: each checked and decided once; then the unasked ones run side by side, then the
     approved ones, so nothing a person agreed to changes what the others were checked against. Each gets a tool
     message, and a record saying whether it failed."""
@@ -256,12 +195,12 @@ def run_tools(settings, result, calls):
         except BadCall as error:
             checked[call.id] = error
     told = repeated(result, calls, checked)
-    decided = [(call, told[call.id], False) if call.id in told else decide(settings, result, call, checked[call.id])
+    decided = [(call, told[call.id], False) if call.id in told else decide(result, call, checked[call.id])
                for call in calls]
     outcomes = {}
     for asked in (False, True):
         batch = [(call, action) for call, action, was_asked in decided if callable(action) and was_asked == asked]
-        until = settings.deadline and settings.deadline + GRACE
+        until = result.deadline and result.deadline + GRACE
         for (call, action), box in zip(batch, at_once([action for _, action in batch], until)):
             outcomes[call.id] = box
     for call, action, _ in decided:
@@ -274,12 +213,12 @@ def run_tools(settings, result, calls):
             error, failed = box.get("error"), True
             text = (f"error: {error}" if isinstance(error, ToolError) else
                     f"error: {type(error).__name__}: {error}" if error else "error: not finished by the deadline")
-        text = truncate(mask(settings.policy, text))  # masked before it is cut: a cut could split a secret
+        text = truncate(mask(result.policy, text))  # masked before it is cut: a cut could split a secret
         result.messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
-        settings.trace.record("tool", step=result.steps, id=call.id, name=call.function.name,
-                              arguments=call.function.arguments, is_error=failed, result=text,
-                              seconds=box.get("seconds", 0))
-    if settings.deadline and time.monotonic() >= settings.deadline:
+        result.record("tool", step=result.steps, id=call.id, name=call.function.name,
+                      arguments=call.function.arguments, is_error=failed, result=text,
+                      seconds=box.get("seconds", 0))
+    if result.deadline and time.monotonic() >= result.deadline:
         raise Stop("deadline", "the deadline passed while tools were running")
 
 
@@ -310,22 +249,21 @@ def repeated(result, calls, checked):
             if meanings[call.id] in told}
 
 
-def decide(settings, result, call, args):
+def decide(result, call, args):
     """(call, what will run, whether a person was asked): what will run is a function returning the outcome, or
     the outcome (text, failed) that says why nothing will. Deciding is on the clock, a person's answer too."""
     result.tool_calls += 1
-    say(f"[{result.steps}] {shown(call.function.name, one_line=True)} {cut(call.function.arguments)}",
-        settings.deadline)
-    if result.tool_calls > settings.limits.max_tool_calls:
+    result.on_call(result.steps, call.function.name, call.function.arguments)
+    if result.tool_calls > result.limits.max_tool_calls:
         return call, ("error: not run: the run is out of tool calls (its tool-call budget)", True), False
     try:
         if isinstance(args, BadCall):
             raise args
         tool = REGISTRY[call.function.name]
-        action, question = within(settings.deadline, "the harness to decide the call", partial(
-            plan, settings.policy, tool, args, settings.deadline))
-        asked = question and tool["kind"] not in settings.policy.unasked  # not approved in advance (--yes)
-        if asked and within(settings.deadline, "your answer", partial(settings.approve, question)) is not True:
+        action, question = within(result.deadline, "the harness to decide the call", partial(
+            plan, result.policy, tool, args, result.deadline))
+        asked = question and tool["kind"] not in result.policy.unasked  # not approved in advance (--yes)
+        if asked and within(result.deadline, "your answer", partial(result.approve, question)) is not True:
             return call, ("error: the user declined this call; do not try it again, find another way or answer",
                           True), True
         return call, action, bool(question)
@@ -366,7 +304,7 @@ def within(deadline, what, function):
     return box["value"]
 
 
-def answer_every_call(settings, result):
+def answer_every_call(result):
     """The conversation stays one the API accepts, whatever ended the run: a call without a result gets one."""
     last = next((m for m in reversed(result.messages) if m["role"] == "assistant"), {})
     answered = {m.get("tool_call_id") for m in result.messages}
@@ -374,7 +312,7 @@ def answer_every_call(settings, result):
         if call["id"] not in answered:
             content = f"error: not run: the run ended first ({result.status})"
             result.messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
-            settings.trace.record("tool", step=result.steps, id=call["id"], name=call["function"]["name"],
+            result.record("tool", step=result.steps, id=call["id"], name=call["function"]["name"],
                                   arguments=call["function"]["arguments"], is_error=True, result=content)
 
 
@@ -398,133 +336,6 @@ def valid_json(text):
         return "{}"
 
 
-def note(text):
-    tell(f"note: {shown(text)}")
-
-
-def cut(text, limit=SHOWN_CHARS):
-    """Text for one line of the screen, made safe to show: cut("x" * 300) -> 200 x's + " [... 100 more characters]" """
-    more = f" [... {len(text) - limit} more characters]" if len(text) > limit else ""
-    return shown(text[:limit], one_line=True) + more
-
-
-def say(text, deadline=None, end="\n"):
-    """Print to standard output, waited for until the deadline; output that cannot be written (its reader gone,
-    as in `| head -c 1`; a full disk) ends the run as output_error."""
-    try:
-        if sys.stdout is None:  # the run began with standard output closed: print() would write nothing, silently
-            raise OSError("no standard output")
-        within(deadline, "the terminal", partial(print, text, end=end, flush=True))
-    except Stop:
-        BLOCKED.append(text)
-        raise
-    except OSError:
-        if sys.stdout:  # from now on it writes nowhere, Python's own last flush too
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise Stop("output_error", "standard output could not be written: its reader went away, or the disk is full")
-
-
-def tell(text, end="\n"):
-    """Print to standard error, if it can be written: notes and questions are not worth ending a run for."""
-    try:
-        print(text, end=end, file=sys.stderr, flush=True)
-    except AttributeError:  # the run began with standard error closed
-        pass
-    except OSError:  # from now on it writes nowhere, as say() does: Python's own last flush would fail, exit 120
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stderr.fileno())
-
-
-def arguments(argv=None):
-    parser = argparse.ArgumentParser(description="Run one task with a tool-calling model.")
-    parser.add_argument("task", help="what you want done, in quotes")
-    parser.add_argument("--backend", choices=BACKENDS, help="default: $BACKEND, else the first key found, else demo")
-    parser.add_argument("--model", help="default: $MODEL, else the backend's default model")
-    parser.add_argument("--base-url", help="any OpenAI-compatible server (default: $BASE_URL, else the backend's)")
-    parser.add_argument("--workspace", default=".", help="the folder the tools may touch (default: here)")
-    parser.add_argument("--yes", action="store_true", help="approve every call that would be asked about")
-    parser.add_argument("--sandbox", choices=("workspace-write", "read-only", "off"), default="workspace-write",
-                        help="what an approved command may change (Linux; default: the workspace)")
-    parser.add_argument("--max-steps", type=int, default=MAX_STEPS, help=f"default {MAX_STEPS}")
-    parser.add_argument("--max-tool-calls", type=int, default=MAX_TOOL_CALLS, help=f"default {MAX_TOOL_CALLS}")
-    parser.add_argument("--max-tokens", type=int, help="default: no limit")
-    parser.add_argument("--deadline", type=float, metavar="SECONDS", help="wall-clock time for the run (default: none)")
-    parser.add_argument("--trace", metavar="FILE", help="append a JSONL trace of the run to FILE")
-    parser.add_argument("--stream", action="store_true", help="print the model's text as it arrives")
-    args = parser.parse_args(argv)
-    args.task = args.task.encode("utf-8", "surrogateescape").decode("utf-8", "replace")  # bytes that are no UTF-8
-    if not args.task.strip():
-        parser.error("the task is empty: say what you want done")
-    for name in ("max_steps", "max_tool_calls", "max_tokens", "deadline"):
-        if getattr(args, name) is not None and not getattr(args, name) > 0:  # NaN is not above 0 either
-            parser.error(f"--{name.replace('_', '-')} must be above 0, not {getattr(args, name)}")
-    if not Path(args.workspace).is_dir():
-        parser.error(f"--workspace {args.workspace}: no such directory")
-    return args
-
-
-def main(argv=None):
-    args = arguments(argv)
-    trace = args.trace and os.path.abspath(args.trace)
-    policy = guards.policy(args.workspace, args.yes, args.sandbox, trace)
-    os.chdir(policy.workspace)  # a relative path, even /proc/self/cwd/.., means the same to a check and a command
-    logging.getLogger("openai._base_client").setLevel(logging.INFO)  # it logs its retries: send() makes them a note
-    try:
-        backend = choose(args.backend, args.model, args.base_url)
-    except BackendError as error:
-        sys.exit(f"error: {shown(str(error))}")
-    received = []
-
-    def interrupted(number, frame):  # the first signal ends the run; one while it closes is only noted
-        received.append(number)
-        if len(received) == 1:
-            raise KeyboardInterrupt
-
-    on_signals(interrupted)
-    result = run(args.task, backend, trace=trace, policy=policy, started=STARTED,
-                 limits=Limits(args.max_steps, args.max_tool_calls, args.max_tokens, args.deadline),
-                 on_text=partial(stream_text, STARTED + args.deadline if args.deadline else None) if args.stream
-                 else None)
-    on_signals(signal.SIG_IGN)  # the run is over: a late signal changes nothing
-    code = SIGNAL_EXIT[signal.Signals(received[0]).name] if received else EXIT_CODES[result.status]
-    try:  # after a signal, the report gets GRACE seconds too: the terminal may be what the run was stuck in
-        report(result, args.stream, time.monotonic() + GRACE if received else
-               STARTED + args.deadline + GRACE if args.deadline else None)
-    except Stop as stop:  # what could not be written is lost; the status stands, but an unseen answer is no success
-        tell(f"error: {stop.error}")
-        code = code or EXIT_CODES[stop.status]
-    if BLOCKED:  # Python's own last flush would wait for that thread for ever: leave without it
-        os._exit(code)
-    sys.exit(code)
-
-
-def stream_text(deadline, piece):
-    """Print a piece of a streamed reply as it comes; a run already out of time prints no more."""
-    if deadline is None or time.monotonic() < deadline:
-        say(shown(piece), end="")
-
-
-def on_signals(handler):
-    for name in SIGNAL_EXIT:
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), handler)
-
-
-def report(result, streamed=False, deadline=None):
-    """Print the answer (unless streamed), why the run stopped, and a one-line summary on standard error."""
-    if streamed and result.answer:
-        say("", deadline)  # the answer is on screen already: end its line
-    if result.status != "answered":
-        say(f"stopped: {result.status.replace('_', ' ')}", deadline)
-    if result.error:
-        tell(f"error: {shown(result.error)}")
-    if result.answer and not streamed:
-        say(shown(result.answer), deadline)
-    tell(f"{result.status}: {result.steps} steps, {result.tool_calls} tool calls, {result.usage['total_tokens']} "
-         f"tokens, {result.seconds:.1f} s")
-
-
-if __name__ == "__main__":
-    try:
-        main()
-    except KeyboardInterrupt:  # Ctrl-C before the run began: nothing to close
-        sys.exit(130)
+if __name__ == "__main__":  # the command line is the front door's: cli.py
+    import cli
+    cli.main(started=STARTED)

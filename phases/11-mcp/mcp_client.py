@@ -15,7 +15,6 @@ import sys
 import threading
 import time
 import weakref
-
 import shell
 
 MODERN = "2026-07-28"  # MCP without a handshake: each request carries its version, in params._meta

@@ -20,6 +20,10 @@ MAX_CHARS = 4000  # longest result sent back to the model; one huge file must no
 MAX_COMMAND = 10_000  # characters: a longer command is refused (a script belongs in a file)
 PAGE_LINES = 200  # lines read_file returns by default; the model pages on with offset
 MAX_DIFF_LINES = 3000  # a longer file is not diffed before a write (a diff's cost grows faster than its length)
+# the words of an output schema that problem() checks, or that change nothing, each in its shape
+SCHEMA_WORDS = {"type": str, "properties": dict, "required": list, "items": dict, "enum": list,
+                "description": str, "title": str, "default": object, "examples": list,
+                "additionalProperties": bool}
 JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "object": dict, "array": list,
               "null": type(None)}
 
@@ -91,6 +95,26 @@ def problem(value, schema, where=""):
         return next(filter(None, (problem(item, schema.get("items", {}), f"{where}[{n}]")
                                   for n, item in enumerate(value))), None)
     return None
+
+
+def unusable(schema, where="the schema"):
+    """Why answers cannot be checked against a schema by problem(), or None: it must describe an object,
+    with only SCHEMA_WORDS in their shapes. Example: unusable({"type": "object", "anyOf": []}) -> "the
+    schema uses anyOf, which is not checked here" """
+    if where == "the schema" and not (isinstance(schema, dict) and schema.get("type") == "object"):
+        return "the schema must describe an object, with properties"
+    if not isinstance(schema, dict) or schema.keys() - SCHEMA_WORDS:
+        extra = ", ".join(sorted(schema.keys() - SCHEMA_WORDS)) if isinstance(schema, dict) else \
+            json.dumps(schema)
+        return f"{where} uses {extra}, which is not checked here"
+    word = next((w for w, shape in SCHEMA_WORDS.items() if w in schema and not isinstance(schema[w], shape)),
+                None)
+    if word or schema.get("type", "object") not in JSON_TYPES:  # a list of types would crash problem()
+        word = word or "type"
+        return f"{where} has {word} {json.dumps(schema[word])[:50]}, which is not checked here"
+    parts = [*(schema.get("properties") or {}).items(), *([("items", schema["items"])] if "items" in schema
+                                                         else [])]
+    return next(filter(None, (unusable(part, f"{where}.{name}") for name, part in parts)), None)
 
 
 def plan(policy, tool, args, deadline=None):

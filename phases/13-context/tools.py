@@ -9,6 +9,7 @@ import difflib
 import io
 import json
 import os
+import re
 from functools import partial
 from stat import S_ISREG
 
@@ -20,6 +21,10 @@ MAX_CHARS = 4000  # longest result sent back to the model; one huge file must no
 MAX_COMMAND = 10_000  # characters: a longer command is refused (a script belongs in a file)
 PAGE_LINES = 200  # lines read_file returns by default; the model pages on with offset
 MAX_DIFF_LINES = 3000  # a longer file is not diffed before a write (a diff's cost grows faster than its length)
+# the words of an output schema that problem() checks, or that change nothing, each in its shape
+SCHEMA_WORDS = {"type": str, "properties": dict, "required": list, "items": dict, "enum": list,
+                "description": str, "title": str, "default": object, "examples": list,
+                "additionalProperties": bool}
 JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "object": dict, "array": list,
               "null": type(None)}
 
@@ -91,6 +96,26 @@ def problem(value, schema, where=""):
         return next(filter(None, (problem(item, schema.get("items", {}), f"{where}[{n}]")
                                   for n, item in enumerate(value))), None)
     return None
+
+
+def unusable(schema, where="the schema"):
+    """Why answers cannot be checked against a schema by problem(), or None: it must describe an object,
+    with only SCHEMA_WORDS in their shapes. Example: unusable({"type": "object", "anyOf": []}) -> "the
+    schema uses anyOf, which is not checked here" """
+    if where == "the schema" and not (isinstance(schema, dict) and schema.get("type") == "object"):
+        return "the schema must describe an object, with properties"
+    if not isinstance(schema, dict) or schema.keys() - SCHEMA_WORDS:
+        extra = ", ".join(sorted(schema.keys() - SCHEMA_WORDS)) if isinstance(schema, dict) else \
+            json.dumps(schema)
+        return f"{where} uses {extra}, which is not checked here"
+    word = next((w for w, shape in SCHEMA_WORDS.items() if w in schema and not isinstance(schema[w], shape)),
+                None)
+    if word or schema.get("type", "object") not in JSON_TYPES:  # a list of types would crash problem()
+        word = word or "type"
+        return f"{where} has {word} {json.dumps(schema[word])[:50]}, which is not checked here"
+    parts = [*(schema.get("properties") or {}).items(), *([("items", schema["items"])] if "items" in schema
+                                                         else [])]
+    return next(filter(None, (unusable(part, f"{where}.{name}") for name, part in parts)), None)
 
 
 def plan(policy, tool, args, deadline=None):
@@ -204,6 +229,34 @@ def write_question(policy, path, content):
     summary = (f"Write {name}: +{sum(line[0] == '+' for line in diff[2:])} -{sum(line[0] == '-' for line in diff[2:])}"
                f" lines" + ("" if size is not None else " (a new file)"))
     return guards.question(summary, *diff)
+
+
+def served(server, trusted, deadline=None):
+    """An MCP server's tools as REGISTRY entries, each named SERVER__TOOL (no server's tool takes the name
+    of ours or of another server's), decided by decide_mcp(): asked about unless the server is trusted."""
+    tools = {}
+    for tool in server.tools(deadline):
+        name = re.sub(r"[^\w-]", "_", f"{server.name}__{tool['name']}", flags=re.A)[:64]  # what APIs take
+        tools[name] = {"function": None, "kind": "mcp", "decide": partial(decide_mcp, server, tool["name"], trusted),
+                       "description": f"From the MCP server {server.name}: {tool['description']}",
+                       "parameters": tool["inputSchema"]}
+    return tools
+
+
+def decide_mcp(server, tool, trusted, policy, args, deadline=None):
+    """How a call of a server's tool is decided: it asks, unless the server is trusted or --yes approved
+    MCP calls in advance: its code and its words are someone else's."""
+    question = guards.question(f"Call {tool} on the MCP server {server.name}: {json.dumps(args)}")
+    return partial(mcp_call, server, tool, args, deadline), None if trusted else question
+
+
+def mcp_call(server, tool, args, deadline):
+    """A server's tool result as a tool result: its text, or a ToolError the model can act on (a failed
+    server raises McpError, which the loop turns into one too)."""
+    text, is_error = server.call(tool, args, deadline)
+    if is_error:
+        raise ToolError(text)
+    return text
 
 
 # name: the function that runs a call; how a call is decided (None: it only reads, and runs as asked); the kind of
