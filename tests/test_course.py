@@ -661,9 +661,9 @@ def test_the_lesson_check_catches_code_that_is_not_in_the_checkpoint():
     real = ("    for step in range(1, MAX_STEPS + 1):\n"
             "        message = chat(messages, tools=TOOLS, backend=backend).choices[0].message\n")
     assert shown_in(real, [source])
-    assert shown_in("def run(task, backend=None):\n    ...\n    return None\n", [source])
+    assert shown_in("def run(task, backend=None, on_call=ignore):\n    ...\n    return None\n", [source])
     assert not shown_in(real.replace("MAX_STEPS + 1", "MAX_STEPS"), [source])
-    assert not shown_in("def run(task, backend=None):\n    ...\n    return 42\n", [source])
+    assert not shown_in("def run(task, backend=None, on_call=ignore):\n    ...\n    return 42\n", [source])
     assert not shown_in("return None\n...\ndef run(task, backend=None):\n", [source])  # out of order
 
 

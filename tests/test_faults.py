@@ -48,7 +48,7 @@ def end_of(workspace, name="t.jsonl"):
     return trace_records(workspace / name)[-1]
 
 
-def test_an_interruption_at_an_approval_leaves_a_history_that_continues(harness, server, tmp_path):
+def test_an_interruption_at_an_approval_leaves_a_history_that_continues(harness, load, server, tmp_path):
     """Ctrl-C at the second of three questions: every call of the turn is answered, in the conversation and in
     the trace, so run(..., history=result.messages) goes on."""
     server.push(tool_calls(*[("run_shell", {"command": f"touch f{n}"}) for n in range(3)]))
@@ -60,7 +60,8 @@ def test_an_interruption_at_an_approval_leaves_a_history_that_continues(harness,
             raise KeyboardInterrupt
         return False
 
-    result = harness.run("Touch", backend=scripted_backend(server), approve=approve, trace=tmp_path / "t.jsonl")
+    trace = load("cli").Trace(str(tmp_path / "t.jsonl"), load("guards").policy())
+    result = harness.run("Touch", backend=scripted_backend(server), approve=approve, record=trace.record)
     assert result.status == "interrupted"
     assert [m.get("tool_call_id") for m in result.messages[-3:]] == ["call_0", "call_1", "call_2"]
     traced = [r["id"] for r in trace_records(tmp_path / "t.jsonl") if r["type"] == "tool"]

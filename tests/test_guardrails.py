@@ -22,7 +22,7 @@ from helpers import (BUBBLEWRAP_MISSING, ROOT, clean_env, groq_env, path_without
                      running_commands, scripted_backend, trace_records)
 
 PHASE = 2
-FILES = ("guards.py", "shell.py", "tools.py", "harness.py")
+FILES = ("guards.py", "shell.py", "tools.py", "harness.py", "cli.py")
 SECRET = "sk-live-0123456789abcdef"
 MACHINES = ["bubblewrap", "no-sandbox"]
 

@@ -239,11 +239,11 @@ def test_the_reply_record_says_when_the_first_text_came(workspace, server):
 
 @exercise(10, 2)
 def test_minimum_is_checked_in_a_structured_answer(harness, load, server):
-    """An output schema whose `count` has `"minimum": 0` is taken (`harness.unusable()` gives None), and a
+    """An output schema whose `count` has `"minimum": 0` is taken (`tools.unusable()` gives None), and a
     `final_answer` with a `count` of -1 is an `error:` result naming `count`; the next answer, 2, is the output."""
     tools = load("tools")
     schema = {"type": "object", "properties": {"count": {"type": "integer", "minimum": 0}}, "required": ["count"]}
-    assert harness.unusable(schema) is None, f"unusable() says: {harness.unusable(schema)}"
+    assert tools.unusable(schema) is None, f"unusable() says: {tools.unusable(schema)}"
     assert tools.problem({"count": 0}, schema) is None
     assert "count" in (tools.problem({"count": -1}, schema) or ""), "problem() should name count, below its minimum"
     server.push(tool_calls(("final_answer", {"count": -1})), tool_calls(("final_answer", {"count": 2})))

@@ -10,7 +10,7 @@ from helpers import groq_env, run_python, scripted_backend, trace_records
 from pydantic import BaseModel
 
 PHASE = 10
-FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py")
+FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
 SCHEMA = {"type": "object", "properties": {"count": {"type": "integer"},
                                            "names": {"type": "array", "items": {"type": "string"}}},
           "required": ["count", "names"]}

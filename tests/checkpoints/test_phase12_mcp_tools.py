@@ -8,7 +8,7 @@ import pytest
 from helpers import ROOT, groq_env, run_python, trace_records
 
 PHASE = 12
-FILES = ("mcp_client.py", "harness.py", "shell.py", "guards.py", "tools.py")
+FILES = ("mcp_client.py", "harness.py", "shell.py", "guards.py", "tools.py", "cli.py")
 
 
 @pytest.fixture

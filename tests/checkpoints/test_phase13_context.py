@@ -9,7 +9,7 @@ from cases import run_case
 from helpers import groq_env, run_python, scripted_backend, trace_records
 
 PHASE = 13
-FILES = ("harness.py", "backend.py", "tools.py")
+FILES = ("harness.py", "backend.py", "tools.py", "cli.py")
 STEPS = 24
 
 

@@ -7,7 +7,7 @@ import pytest
 from helpers import answer_of, groq_env, run_python, scripted_backend
 
 PHASE = 1
-FILES = ("backend.py", "tools.py", "probe.py", "harness.py")
+FILES = ("backend.py", "tools.py", "probe.py", "harness.py", "cli.py")
 SENT_BACK = {"role", "content", "tool_calls"}  # the fields of an assistant message the lesson sends back
 TASK = "List the files here, then read backend.py and tell me which model it calls."
 
@@ -125,14 +125,13 @@ def test_tool_failures_come_back_as_error_results_and_the_run_goes_on(loop, serv
     assert "web_search" in results["unknown"] and "missing.txt" in results["raises"]
 
 
-def test_long_arguments_are_cut_on_screen_and_sent_back_whole(loop, server, capsys):
-    """A call whose arguments are 512 characters: its `[1] read_file ...` line shows the first 200 (SHOWN_CHARS)
-    and says how many more there were (312); the model gets them whole."""
+def test_long_arguments_are_cut_on_screen_and_sent_back_whole(workspace, server):
+    """A call whose arguments are 512 characters: on the command line its `[1] read_file ...` line shows the first
+    200 (SHOWN_CHARS) and says how many more there were (312); the model gets them whole."""
     arguments = json.dumps({"path": "a" * 500})
     server.push({"tool_calls": [call("read_file", arguments)]}, "done")
-    assert answer_of(loop.run("Read it", backend=scripted_backend(server))) == "done"
-    line = next((line for line in capsys.readouterr().out.splitlines() if line.startswith("[1] " + "read_file")),
-                "")
+    result = harness(workspace, "Read it", env=groq_env(server))
+    line = next((line for line in result.stdout.splitlines() if line.startswith("[1] " + "read_file")), "")
     assert arguments[:200] in line and arguments not in line and str(len(arguments) - 200) in line, (
         f"step 4: print the arguments cut to 200 characters, then how many more (312); it printed {line!r}")
     sent = [c for m in server.requests[1]["body"]["messages"] for c in m.get("tool_calls") or []]

@@ -8,7 +8,7 @@ import pytest
 from helpers import answer_of, clean_env, groq_env, run_python, scripted_backend
 
 PHASE = 2
-FILES = ("guards.py", "tools.py", "shell.py", "harness.py")
+FILES = ("guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
 SECRET = "from_dotenv_0123456789"
 NO_PLAIN_PROGRAMS = pytest.mark.skipif(os.name == "nt", reason=(
     "Windows keeps none of READ_ONLY's programs (ls, cat, grep...) in System32, where system_program() looks, so "

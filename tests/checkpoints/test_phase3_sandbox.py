@@ -13,7 +13,7 @@ from helpers import (BUBBLEWRAP_MISSING, clean_env, groq_env, needs_bubblewrap, 
                      running_commands, scripted_backend)
 
 PHASE = 3
-FILES = ("backend.py", "guards.py", "harness.py", "shell.py", "tools.py")
+FILES = ("backend.py", "guards.py", "harness.py", "shell.py", "tools.py", "cli.py")
 SECRET = "sk-live-0123456789abcdef"
 
 

@@ -10,7 +10,7 @@ import pytest
 from helpers import answer_of, groq_env, run_python, scripted_backend
 
 PHASE = 4
-FILES = ("guards.py", "shell.py", "tools.py", "harness.py")
+FILES = ("guards.py", "shell.py", "tools.py", "harness.py", "cli.py")
 TOOLS_ONLY = ("guards.py", "shell.py", "tools.py")  # the tests of tools.py alone run once per copy of it
 PYTHON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object", list: "array"}
 

@@ -15,7 +15,7 @@ from cases import CASES, start_cases
 from helpers import clean_env, groq_env, run_python, scripted_backend, tool_calls, trace_records
 
 PHASE = 5
-FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py")
+FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
 MINE = [name for name, case in CASES.items() if case["phase"] == PHASE]
 STARTED = {}  # folder -> {case: future}: every folder's cases start at the first one, and run side by side
 
@@ -178,16 +178,19 @@ def differs(record, wanted):
             if record.get(name) != value]
 
 
-def test_a_long_text_is_cut_in_the_trace(harness, server, workspace):
-    """A field longer than TRACE_CHARS is cut in the trace (the run itself keeps it whole)."""
+def test_a_long_text_is_cut_in_the_trace(harness, load, server, workspace):
+    """A field longer than cli.TRACE_CHARS is cut in the trace that cli.Trace(path, policy).record writes, given
+    to run() as record (the run itself keeps it whole)."""
+    cli = load("cli")
     server.push("ok")
-    task = "x" * (harness.TRACE_CHARS * 3)
-    result = harness.run(task, backend=scripted_backend(server), trace=str(workspace / "t.jsonl"))
+    task = "x" * (cli.TRACE_CHARS * 3)
+    trace = cli.Trace(str(workspace / "t.jsonl"), load("guards").policy())
+    result = harness.run(task, backend=scripted_backend(server), record=trace.record)
     start = trace_records(workspace / "t.jsonl")[0]
     assert result.status == "answered" and result.messages[1]["content"] == task
     cut = len(str(start.get("task")))
-    assert harness.TRACE_CHARS // 2 < cut <= harness.TRACE_CHARS + 100, (
-        f"a task of {len(task)} characters should be cut to about TRACE_CHARS ({harness.TRACE_CHARS}); the start "
+    assert cli.TRACE_CHARS // 2 < cut <= cli.TRACE_CHARS + 100, (
+        f"a task of {len(task)} characters should be cut to about TRACE_CHARS ({cli.TRACE_CHARS}); the start "
         f"record's task has {cut}")
 
 

@@ -15,7 +15,7 @@ from cases import CASES, start_cases
 from helpers import clean_env, groq_env, run_python, running_commands, scripted_backend, tool_calls
 
 PHASE = 6
-FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py")
+FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
 MINE = [name for name, case in CASES.items() if case["phase"] == PHASE]
 STARTED = {}  # folder -> {case: future}: every folder's cases start at the first one, and run side by side
 OFF = ("--yes", "--sandbox", "off")  # approved at once; off, so that the harness alone must end what it started

@@ -7,7 +7,7 @@ from cases import CASES, start_cases
 from helpers import scripted_backend
 
 PHASE = 7
-FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py")
+FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
 MINE = [name for name, case in CASES.items() if case["phase"] == PHASE]
 STARTED = {}  # folder -> {case: future}: every folder's cases start at the first one, and run side by side
 

@@ -14,7 +14,7 @@ from helpers import (clean_env, groq_env, run_python, running_commands, scripted
                      tool_calls, trace_records)
 
 PHASE = 8
-FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py")
+FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
 MINE = [name for name, case in CASES.items() if case["phase"] == PHASE]
 STARTED = {}  # folder -> {case: future}: every folder's cases start at the first one, and run side by side
 GRACE = 1  # the lesson's GRACE: seconds past the deadline the report may take

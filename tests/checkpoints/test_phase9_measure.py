@@ -8,7 +8,7 @@ import pytest
 from helpers import groq_env, run_python, scripted_backend
 
 PHASE = 9
-FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py")
+FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
 USAGE = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}  # the server counts: nothing to estimate
 
 
