@@ -1,8 +1,8 @@
 r"""The offline demo model: a rule-based "model" behind a Chat Completions and a Responses endpoint.
 
-It speaks the Groq/OpenAI wire format (JSON, and SSE when "stream" is true), rejects what Groq rejects
-for the model asked for, answers simple file tasks with tool calls, and calls a client's own tools when
-the task names them. Tests script its replies.
+It speaks the Groq/OpenAI wire format (JSON, and SSE when "stream" is true), rejects what Groq
+rejects for the model asked for, answers simple file tasks with tool calls, and calls a client's own
+tools when the task names them. Tests script its replies.
 
 Run it:  python demo_model.py [--port 8000] [--key KEY] [--script replies.json] [--model NAME ...]
 Try it:  curl -s localhost:8000/v1/chat/completions -H 'Content-Type: application/json' \
@@ -24,44 +24,57 @@ from pathlib import Path
 from urllib.parse import unquote
 
 DEFAULT_PORT = 8000
-MODEL = "demo"                  # the demo's own name: always served, and it reasons like openai/gpt-oss-120b
-# What the demo serves when start() names no models (GET /v1/models lists them; any other name gets Groq's 404):
-# itself, Groq's chat models (console.groq.com/docs/models) and backend.py's defaults for OpenAI and Ollama.
-MODELS = (MODEL, "openai/gpt-oss-120b", "openai/gpt-oss-20b", "openai/gpt-oss-safeguard-20b", "qwen/qwen3-32b",
-          "llama-3.3-70b-versatile", "llama-3.1-8b-instant", "meta-llama/llama-4-scout-17b-16e-instruct",
-          "moonshotai/kimi-k2-instruct", "moonshotai/kimi-k2-instruct-0905", "gpt-5-mini", "qwen3")
-# Models that reason: they send `reasoning`, and take it back on assistant messages. Groq's reasoning models are
-# gpt-oss and qwen3 (console.groq.com/docs/reasoning, "Supported models"); the demo is one too.
+# the demo's own name: always served, and it reasons like openai/gpt-oss-120b
+MODEL = "demo"
+# What the demo serves when start() names no models (GET /v1/models lists them; any other name gets
+# Groq's 404): itself, Groq's chat models (console.groq.com/docs/models) and backend.py's defaults
+# for OpenAI and Ollama.
+MODELS = (MODEL, "openai/gpt-oss-120b", "openai/gpt-oss-20b", "openai/gpt-oss-safeguard-20b",
+          "qwen/qwen3-32b", "llama-3.3-70b-versatile", "llama-3.1-8b-instant",
+          "meta-llama/llama-4-scout-17b-16e-instruct", "moonshotai/kimi-k2-instruct",
+          "moonshotai/kimi-k2-instruct-0905", "gpt-5-mini", "qwen3")
+# Models that reason: they send `reasoning`, and take it back on assistant messages. Groq's
+# reasoning models are gpt-oss and qwen3 (console.groq.com/docs/reasoning, "Supported models"); the
+# demo is one too.
 REASONING_MODELS = re.compile(rf"^{MODEL}$|gpt-oss|qwen3")
 FINGERPRINT = "fp_demo"
-POLL_SECONDS = 0.01             # stop() waits up to this long: short, so each test stops its server fast
+# stop() waits up to this long: short, so each test stops its server fast
+POLL_SECONDS = 0.01
 WORDS_PER_PIECE = 4             # a streamed answer arrives a few words at a time
 MAX_ENTRIES = 30                # directory entries named in an answer
 MAX_MATCHES = 8                 # matching lines quoted from a file
 FIRST_LINES = 5                 # lines quoted from a file when none matches the task
 SHELL_LINES = 15                # lines quoted from a command's output
-CHARS_PER_TOKEN = 4             # the usage estimate's rule of thumb; max_tokens cuts text at this rate too
+# the usage estimate's rule of thumb; max_tokens cuts text at this rate too
+CHARS_PER_TOKEN = 4
 TOKENS_PER_SECOND = 500         # for Groq's usage timings: completion_time = tokens / this
 PROMPT_SECONDS_PER_TOKEN = 1e-5  # prompt_time per prompt token (Groq reads prompts fast)
 QUEUE_SECONDS = 0.01            # queue_time in usage: a quiet day
-MAX_BODY_BYTES = 4 * 1024 * 1024  # 413 past this: Groq's documented request limit with a base64 image (4 MB)
-MAX_DRAIN_BYTES = 64 * 1024 * 1024  # of a too-large body, read (and drop) at most this much before hanging up
+# 413 past this: Groq's documented request limit with a base64 image (4 MB)
+MAX_BODY_BYTES = 4 * 1024 * 1024
+# of a too-large body, read (and drop) at most this much before hanging up
+MAX_DRAIN_BYTES = 64 * 1024 * 1024
 MAX_LINE = 65536                # longest chunk-size line read from a chunked request body
-KEEP_REQUESTS = 100             # server.requests keeps the last this many when run from the command line
-MAX_DEPTH = 8                   # nesting followed when filling a JSON schema (schemas can refer to themselves)
+# server.requests keeps the last this many when run from the command line
+KEEP_REQUESTS = 100
+# nesting followed when filling a JSON schema (schemas can refer to themselves)
+MAX_DEPTH = 8
 KNOWN_TOOLS = ("run_shell", "list_dir", "read_file", "write_file")  # the harness's tools
-# Summing up (phase 13). A careful model asked to sum up its work ("Sum up the work so far...", or any request
-# that begins by asking to sum up or summarise) writes what it found, and later carries on from that summary in
-# whatever words the harness wraps it: the demo finds its own summary's lines in any message, never a marker.
+# Summing up (phase 13). A careful model asked to sum up its work ("Sum up the work so far...", or
+# any request that begins by asking to sum up or summarise) writes what it found, and later carries
+# on from that summary in whatever words the harness wraps it: the demo finds its own summary's
+# lines in any message, never a marker.
 SUMMING_UP = re.compile(r"^\W*(please\W+)?(sum\s+up|summari[sz]e)\b", re.IGNORECASE)
-SUMMARY_LINE = re.compile(r"^- (\S+) (\{.*?\}):(?: (.*))?$", re.M)  # - read_file {"path": "a.txt"}: a fact
+# - read_file {"path": "a.txt"}: a fact
+SUMMARY_LINE = re.compile(r"^- (\S+) (\{.*?\}):(?: (.*))?$", re.M)
 SUMMARY_CHARS = 160  # of a line kept in a summary
 GROQ_DOCS = "https://console.groq.com/docs/"
 OPENAI_REFERENCE = "https://platform.openai.com/docs/api-reference."
 KEEP_ALIVE = ": keep-alive\n\n"  # an SSE comment line: clients skip it
-# Prompt caching as OpenAI documents it (developers.openai.com/api/docs/guides/prompt-caching): "Cache hits are only
-# possible for exact prefix matches", for "prompts that are 1024 tokens or longer". The 128-token steps are from the
-# guide's first (2024) version, not in the copy read here. Same model only.
+# Prompt caching as OpenAI documents it (developers.openai.com/api/docs/guides/prompt-caching):
+# "Cache hits are only possible for exact prefix matches", for "prompts that are 1024 tokens or
+# longer". The 128-token steps are from the guide's first (2024) version, not in the copy read here.
+# Same model only.
 CACHE_MIN_TOKENS = 1024
 CACHE_BLOCK_TOKENS = 128
 CACHE_PROMPTS = 256             # earlier prompts remembered, per server: memory stays bounded
@@ -72,8 +85,9 @@ TOP_LEVEL_KEYS = (
     "max_tokens", "stream", "stream_options", "temperature", "top_p", "stop", "seed", "n",
     "response_format", "user", "reasoning_effort", "reasoning_format", "include_reasoning",
     "service_tier", "frequency_penalty", "presence_penalty", "metadata", "store",
-    "citation_options", "compound_custom", "disable_tool_validation", "documents", "search_settings",
-    "exclude_domains", "include_domains", "functions", "function_call", "logprobs", "logit_bias", "top_logprobs",
+    "citation_options", "compound_custom", "disable_tool_validation", "documents",
+    "search_settings", "exclude_domains", "include_domains", "functions", "function_call",
+    "logprobs", "logit_bias", "top_logprobs",
 )
 # Accepted by name but not with a value: Groq's docs say these give a 400.
 NOT_SUPPORTED = ("logprobs", "logit_bias", "top_logprobs")
@@ -83,17 +97,20 @@ ALLOWED = {
     "reasoning_effort": ["none", "default", "low", "medium", "high"],
     "service_tier": ["auto", "on_demand", "flex", "performance"],
 }
-RANGES = {"temperature": (0, 2), "top_p": (0, 1), "frequency_penalty": (-2, 2), "presence_penalty": (-2, 2)}
+RANGES = {"temperature": (0, 2), "top_p": (0, 1), "frequency_penalty": (-2, 2),
+          "presence_penalty": (-2, 2)}
 COUNTS = ("max_tokens", "max_completion_tokens")  # positive integers
 TOOL_CHOICES = ("none", "auto", "required")
-# Keys each role may carry: the fields of groq 1.7.0's types/chat/chat_completion_{system,user,assistant,tool,
-# function}_message_param.py (developer shares the system type), less `name`: those types allow it on every role
-# but tool, and Groq's validator suggests it ("did you mean 'name'?" [run-llama/llama_index#14701]), but
-# console.groq.com/docs/openai lists messages[].name among the fields that "will result in a 400 error": where the
-# documentation and the SDK disagree, the documentation wins. The deprecated function role keeps the `name` its
-# type requires. Not there either: the SDK's model_dump() extras refusal, annotations and audio, which Groq refuses
-# even when null ("property 'refusal' is unsupported", quoted in several codebases), and reasoning_content on every
-# model [agentjido/req_llm#772].
+# Keys each role may carry: the fields of groq 1.7.0's
+# types/chat/chat_completion_{system,user,assistant,tool, function}_message_param.py (developer
+# shares the system type), less `name`: those types allow it on every role but tool, and Groq's
+# validator suggests it ("did you mean 'name'?" [run-llama/llama_index#14701]), but
+# console.groq.com/docs/openai lists messages[].name among the fields that "will result in a 400
+# error": where the documentation and the SDK disagree, the documentation wins. The deprecated
+# function role keeps the `name` its type requires. Not there either: the SDK's model_dump() extras
+# refusal, annotations and audio, which Groq refuses even when null ("property 'refusal' is
+# unsupported", quoted in several codebases), and reasoning_content on every model
+# [agentjido/req_llm#772].
 MESSAGE_KEYS = {
     "system": {"role", "content"},
     "developer": {"role", "content"},
@@ -102,9 +119,9 @@ MESSAGE_KEYS = {
     "tool": {"role", "tool_call_id", "content"},
     "function": {"role", "content", "name"},
 }
-# ...and `reasoning` on an assistant message, for a reasoning model only: the assistant type's docstring says it
-# "is supported on models that support reasoning"; kimi-k2 answers "property 'reasoning' is unsupported"
-# [musistudio/llms#64].
+# ...and `reasoning` on an assistant message, for a reasoning model only: the assistant type's
+# docstring says it "is supported on models that support reasoning"; kimi-k2 answers "property
+# 'reasoning' is unsupported" [musistudio/llms#64].
 REASONING_KEY = "reasoning"
 # What OpenAI documents on a message besides (openai 3.63 types/chat/
 # chat_completion_{system,developer,user,assistant}_message_param.py): a `name` on every role but
@@ -124,7 +141,8 @@ SEND_BACK = ("'parsed', 'parsed_arguments' and a tool call's 'index' are the ope
              "what the API documents (a chat message as a dict of role, content and tool_calls, "
              "each with id, type and function: name and arguments), or drop them with "
              "model_dump(exclude=...).")
-# Content arrays each role takes, by part type (the same type files; system arrays hold text parts only).
+# Content arrays each role takes, by part type (the same type files; system arrays hold text parts
+# only).
 PART_TYPES = {"system": ["text"], "developer": ["text"], "user": ["text", "image_url", "document"],
               "assistant": ["text"], "tool": ["text", "image_url", "document"]}
 ROLES_TEXT = "'system', 'assistant', 'user', 'function', 'tool', and 'developer'"
@@ -161,10 +179,12 @@ KEEP_RESPONSES = 256    # responses a previous_response_id can name, per server:
 LIST_WORDS = re.compile(r"\b(list|files|directory|folder|ls)\b", re.IGNORECASE)
 WRITE_WORDS = re.compile(r"\b(write|create|save)\b", re.IGNORECASE)
 PATH_NAMES = re.compile(r"path|file|name", re.IGNORECASE)     # properties that want a file name
-COUNT_NAMES = re.compile(r"count|number|total", re.IGNORECASE)  # integer properties that want a count
+# integer properties that want a count
+COUNT_NAMES = re.compile(r"count|number|total", re.IGNORECASE)
 FINAL_TOOLS = re.compile(r"final|submit|answer", re.IGNORECASE)  # tools that take the final answer
 NOT_FILE_NAMES = {"e.g", "i.e"}
-ID_WORDS = re.compile(r"\b[A-Za-z][A-Za-z0-9]*-\d+\b|\b\d+\b")  # ids as tasks write them: DEMO-42, #1234
+# ids as tasks write them: DEMO-42, #1234
+ID_WORDS = re.compile(r"\b[A-Za-z][A-Za-z0-9]*-\d+\b|\b\d+\b")
 # A capitalised word inside a sentence: "Use get_weather for Paris" -> Paris. Not one that starts
 # a line or follows a colon: smolagents sends "New task:\nUse get_weather for Paris", no request
 # about "Use".
@@ -172,30 +192,32 @@ PROPER_NOUN = re.compile(r"(?<=[^\S\n])(?<![.!?:]\s)[A-Z][a-z]+\b")
 # Properties for the answer itself: they take what the model says before a guess from the task.
 SAYING_NAMES = re.compile(r"answer|summary|result|response|reply|text|message|explanation",
                           re.IGNORECASE)
-# Tools that only look, named by their first word: safe to call first for a value a tool needs ("get_ticket").
+# Tools that only look, named by their first word: safe to call first for a value a tool needs
+# ("get_ticket").
 READ_VERBS = ("get", "read", "fetch", "show", "describe", "view", "lookup")
 MCP_SEPARATOR = "__"            # a tool offered from an MCP server is named <server>__<tool>
 ARTICLES = {"a", "an", "the", "this", "that", "my", "your", "its", "their", "new"}
 STOPWORDS = set(
-    "list files file here then read tell which what that this with from show please about does there "
-    "directory folder contents give could would should into them they have some each line lines "
-    "answer look find want where when your also just only command output print open need know "
-    "whole entire".split()
+    "list files file here then read tell which what that this with from show please about does "
+    "there directory folder contents give could would should into them they have some each line "
+    "lines answer look find want where when your also just only command output print open "
+    "need know whole entire".split()
 )
 
-HELLO = ("Hello! I am the offline demo model: I run on your machine, with no network and no API key. "
-         "I only understand simple file tasks: give me tools and ask me to list the files, read a file "
-         "by name, or run a command written in backticks.")
-HELP = ("I am the offline demo model, so I only understand simple file tasks: ask me to list the files, "
-        "read a file by name (for example README.md), or run a command written in backticks. "
-        "For a real model, set GROQ_API_KEY (see README.md).")
+HELLO = ("Hello! I am the offline demo model: I run on your machine, with no network and no API "
+         "key. I only understand simple file tasks: give me tools and ask me to list the files, "
+         "read a file by name, or run a command written in backticks.")
+HELP = ("I am the offline demo model, so I only understand simple file tasks: ask me to list the "
+        "files, read a file by name (for example README.md), or run a command written in "
+        "backticks. For a real model, set GROQ_API_KEY (see README.md).")
 
 
 # ---------------------------------------------------------------------------------------------
 # Errors and strict validation: the same 400s Groq and OpenAI send, so buggy loops fail here too.
 
 def error(status, message, param=None, code=None, **extra):
-    """A reply spec for an error. Example: error(404, "gone") -> {"status": 404, "body": {"error": ...}}"""
+    """A reply spec for an error. Example: error(404, "gone") -> {"status": 404, "body": {"error":
+    ...}}"""
     err = {"message": message, "type": "invalid_request_error"}
     if param is not None:
         err["param"] = param
@@ -206,7 +228,8 @@ def error(status, message, param=None, code=None, **extra):
 
 
 def is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool)  # JSON true is not a number
+    # JSON true is not a number
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def is_integer(value):
@@ -228,8 +251,8 @@ def check_top_level(body):
     if not body.get("tools"):
         for key in ("tool_choice", "parallel_tool_calls"):
             if body.get(key) is not None:
-                return error(400, f"Invalid value for '{key}': '{key}' is only allowed when 'tools' "
-                                  "are specified.", param=key)
+                return error(400, f"Invalid value for '{key}': '{key}' is only allowed when "
+                                  "'tools' are specified.", param=key)
     return None
 
 
@@ -254,7 +277,8 @@ def check_tools(tools):
 
 
 def check_tool_choice(body):
-    """Groq's words for a bad string (null included), OpenAI's for a bad object or an unknown function."""
+    """Groq's words for a bad string (null included), OpenAI's for a bad object or an unknown
+    function."""
     if "tool_choice" not in body:
         return None
     choice = body["tool_choice"]
@@ -263,10 +287,16 @@ def check_tool_choice(body):
             return None
         return error(400, "Only allowed string values for 'tool_choice' are [none, auto, required]")
     fn = choice.get("function")
-    if choice.get("type") != "function" or not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-        return error(400, f"'$.tool_choice' is invalid. Please check the API reference: {OPENAI_REFERENCE}")
+    if (
+        choice.get("type") != "function"
+        or not isinstance(fn, dict)
+        or not isinstance(fn.get("name"), str)
+    ):
+        return (error(400, "'$.tool_choice' is invalid. Please check the API "
+                           f"reference: {OPENAI_REFERENCE}"))
     if fn["name"] not in [tool["function"]["name"] for tool in body["tools"]]:
-        return error(400, f"Tool choice '{fn['name']}' not found in 'tools' parameter.", param="tool_choice")
+        return error(400, f"Tool choice '{fn['name']}' not found in 'tools' parameter.",
+                     param="tool_choice")
     return None
 
 
@@ -279,28 +309,32 @@ def check_ranges(body):
         if not is_number(value):
             return error(400, f"'{key}' : value must be a number", param=key)
         if value < low:
-            return error(400, f"Invalid '{key}': decimal below minimum value. Expected a value >= {low}, but got "
-                              f"{value} instead.", param=key, code="decimal_below_min_value")
+            return error(400, f"Invalid '{key}': decimal below minimum value. Expected a value >= "
+                              f"{low}, but "
+                              f"got {value} instead.", param=key, code="decimal_below_min_value")
         if value > high:
-            return error(400, f"Invalid '{key}': decimal above maximum value. Expected a value <= {high}, but got "
-                              f"{value} instead.", param=key, code="decimal_above_max_value")
+            return error(400, f"Invalid '{key}': decimal above maximum value. Expected a value <= "
+                              f"{high}, but "
+                              f"got {value} instead.", param=key, code="decimal_above_max_value")
     return None
 
 
 def check_counts(body):
-    """max_tokens and max_completion_tokens are positive integers, seed an integer, stop at most 4 strings."""
+    """max_tokens and max_completion_tokens are positive integers, seed an integer, stop at most 4
+    strings."""
     for key in COUNTS + ("seed",):
         value = body.get(key)
         if value is not None and not is_integer(value):
             return error(400, f"'{key}' : value must be an integer", param=key)
         if key in COUNTS and value is not None and value < 1:
-            return error(400, f"Invalid '{key}': integer below minimum value. Expected a value >= 1, but got "
-                              f"{value} instead.", param=key, code="integer_below_min_value")
+            return error(400, f"Invalid '{key}': integer below minimum value. Expected a value >= "
+                              f"1, but got {value} "
+                              "instead.", param=key, code="integer_below_min_value")
     stop = body.get("stop")
     if stop is not None and not isinstance(stop, str) and not (
             isinstance(stop, list) and len(stop) <= 4 and all(isinstance(s, str) for s in stop)):
-        return error(400, "stop : one of the following must be satisfied\n  stop : value must be a string\n"
-                          "  stop : maximum number of items is 4", param="stop")
+        return error(400, "stop : one of the following must be satisfied\n  stop : value must be a "
+                          "string\n  stop : maximum number of items is 4", param="stop")
     return None
 
 
@@ -308,14 +342,18 @@ def check_values(body):
     """Fields with a fixed set of values, and the ones Groq names but does not support."""
     for key, allowed in ALLOWED.items():
         if body.get(key) is not None and body[key] not in allowed:
-            return error(400, f"'{key}' : value is not one of the allowed values {allowed}", param=key)
+            return error(400, f"'{key}' : value is not one of the allowed values {allowed}",
+                         param=key)
     for key in NOT_SUPPORTED:
         if body.get(key) not in (None, False):
             return error(400, f"`{key}` is not supported", param=key)
-    if body.get("include_reasoning") is not None and not isinstance(body["include_reasoning"], bool):
-        return error(400, "'include_reasoning' : value must be a boolean", param="include_reasoning")
+    if body.get("include_reasoning") is not None and not isinstance(body["include_reasoning"],
+                                                                    bool):
+        return error(400, "'include_reasoning' : value must be a boolean",
+                     param="include_reasoning")
     if body.get("stream_options") is not None and not body.get("stream"):
-        return error(400, "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+        return error(400, "The 'stream_options' parameter is only allowed when "
+                          "'stream' is enabled.",
                      param="stream_options")
     return None
 
@@ -325,7 +363,8 @@ def mentions_json(messages):
 
 
 def check_response_format(body):
-    """text, json_object (only when some message says "json") or json_schema with a name and a schema."""
+    """text, json_object (only when some message says "json") or json_schema with a name and a
+    schema."""
     form = body.get("response_format")
     if form is None:
         return None
@@ -336,21 +375,26 @@ def check_response_format(body):
     if kind == "text":
         return None
     if kind == "json_object" and not mentions_json(body["messages"]):
-        return error(400, "'messages' must contain the word 'json' in some form, to use 'response_format' of "
-                          "type 'json_object'.", param="messages")
+        return error(400, "'messages' must contain the word 'json' in some form, to use "
+                          "'response_format' of type 'json_object'.", param="messages")
     spec = form.get("json_schema")
-    if kind == "json_schema" and (not isinstance(spec, dict) or not isinstance(spec.get("name"), str)):
-        return error(400, "'response_format.json_schema.name' : property 'name' is missing", param="response_format")
+    if kind == "json_schema" and (not isinstance(spec, dict)
+                                  or not isinstance(spec.get("name"), str)):
+        return error(400, "'response_format.json_schema.name' : property 'name' is missing",
+                     param="response_format")
     if kind == "json_schema" and not isinstance(spec.get("schema", {}), dict):
-        return error(400, "'response_format.json_schema.schema' : value must be an object", param="response_format")
+        return error(400, "'response_format.json_schema.schema' : value must be an object",
+                     param="response_format")
     return None
 
 
 def check_groq_json_mode(body):
-    """Groq's limits on JSON mode, which OpenAI does not have: no tools with it, and json_schema not streamed."""
+    """Groq's limits on JSON mode, which OpenAI does not have: no tools with it, and json_schema not
+    streamed."""
     kind = (body.get("response_format") or {}).get("type")
     if kind in ("json_object", "json_schema") and body.get("tools"):
-        return error(400, "json mode cannot be combined with tool/function calling", param="response_format")
+        return error(400, "json mode cannot be combined with tool/function calling",
+                     param="response_format")
     if kind == "json_schema" and body.get("stream"):
         return error(400, "`response_format` of type `json_schema` is not supported with streaming",
                      param="response_format")
@@ -358,20 +402,22 @@ def check_groq_json_mode(body):
 
 
 def check_reasoning(body):
-    """Groq's reasoning rules: one of include_reasoning and reasoning_format; raw neither with tools nor JSON."""
+    """Groq's reasoning rules: one of include_reasoning and reasoning_format; raw neither with tools
+    nor JSON."""
     form = body.get("reasoning_format")
     if form is None:
         return None
     if body.get("include_reasoning") is not None:
         return error(400, "cannot specify both `include_reasoning` and `reasoning_format`")
-    # a model that does not reason has no reasoning to format [0xPlaygrounds/rig#1134]; gpt-oss keeps its
-    # reasoning out of the content, so not raw
+    # a model that does not reason has no reasoning to format [0xPlaygrounds/rig#1134]; gpt-oss
+    # keeps its reasoning out of the content, so not raw
     if not reasons(body["model"]) or (form == "raw" and "gpt-oss" in body["model"]):
-        return error(400, "`reasoning_format` is not supported with this model", param="reasoning_format")
+        return error(400, "`reasoning_format` is not supported with this model",
+                     param="reasoning_format")
     json_mode = (body.get("response_format") or {}).get("type") in ("json_object", "json_schema")
     if form == "raw" and (body.get("tools") or json_mode):
-        return error(400, "`reasoning_format` `raw` is not supported with tool use or JSON mode; use `parsed` "
-                          "or `hidden`", param="reasoning_format")
+        return error(400, "`reasoning_format` `raw` is not supported with tool use or JSON mode; "
+                          "use `parsed` or `hidden`", param="reasoning_format")
     return None
 
 
@@ -394,14 +440,16 @@ def check_tool_calls(where, calls):
         return f"('{where}.tool_calls' : value must be an array)"
     for j, call in enumerate(calls):
         at = f"{where}.tool_calls.{j}"
-        problem = (exact_keys(at, call, ("id", "type", "function"))  # an SDK-echoed "index" fails here
+        # an SDK-echoed "index" fails here
+        problem = (exact_keys(at, call, ("id", "type", "function"))
                    or exact_keys(f"{at}.function", call["function"], ("name", "arguments")))
         if problem:
             return problem
         if not isinstance(call["id"], str) or not call["id"]:
             return f"('{at}.id' : value must be a non-empty string)"
         if call["id"] in [other.get("id") for other in calls[:j] if isinstance(other, dict)]:
-            return f"('{at}.id' : duplicate tool call id '{call['id']}' in one message)"  # the demo's words
+            # the demo's words
+            return f"('{at}.id' : duplicate tool call id '{call['id']}' in one message)"
         if call["type"] != "function":
             return f"('{at}.type' : value must be 'function')"
         arguments = call["function"]["arguments"]
@@ -415,7 +463,8 @@ def check_tool_calls(where, calls):
 
 
 def check_parts(at, parts, kinds):
-    """The first problem with a content array, or None. Example: [{"type": "text", "text": "hi"}] -> None"""
+    """The first problem with a content array, or None. Example: [{"type": "text", "text": "hi"}] ->
+    None"""
     for j, part in enumerate(parts):
         if not isinstance(part, dict) or part.get("type") not in kinds:
             return f"('{at}.{j}.type' : value is not one of the allowed values {kinds})"
@@ -435,7 +484,8 @@ def check_content(where, role, msg):
         return f"('{at}' : value must be a string or an array of content parts)"
     if content is None and "content" in msg and role == "function":
         return None  # Required[Optional[str]] in the function message type
-    if role == "assistant" and content is None and (msg.get("tool_calls") or msg.get("function_call")):
+    if role == "assistant" and content is None and (msg.get("tool_calls")
+                                                    or msg.get("function_call")):
         return None  # the type: "Required unless `tool_calls` or `function_call` is specified"
     return f"('{at}' : value must be a string)"
 
@@ -472,7 +522,8 @@ def check_fields(where, role, msg, openai=False):
         call = {}
     if not isinstance(call, dict) or any(k not in ("name", "arguments") or not isinstance(v, str)
                                          for k, v in call.items()):
-        return f"('{where}.function_call' : value must be an object)"  # null too: the type is not Optional
+        # null too: the type is not Optional
+        return f"('{where}.function_call' : value must be an object)"
     if role == "assistant" and msg.get("tool_calls") is not None:
         problem = check_tool_calls(where, msg["tool_calls"])
         if problem:
@@ -481,7 +532,8 @@ def check_fields(where, role, msg, openai=False):
 
 
 def reasons(model):
-    """Whether a model reasons (sends `reasoning` and takes it back). Example: "openai/gpt-oss-20b" -> True"""
+    """Whether a model reasons (sends `reasoning` and takes it back). Example: "openai/gpt-oss-20b"
+    -> True"""
     return bool(REASONING_MODELS.search(model))
 
 
@@ -499,8 +551,8 @@ def check_message(i, msg, reasoning=False, openai=False):
                      param=f"messages.[{i}].role", code="invalid_value")
     if role == "assistant" and msg.get("tool_calls") == []:
         # OpenAI's rule: leave tool_calls out rather than sending an empty list
-        return error(400, f"Invalid 'messages[{i}].tool_calls': empty array. Expected an array with "
-                          "minimum length 1, but got an empty array instead.",
+        return error(400, f"Invalid 'messages[{i}].tool_calls': empty array. Expected an array "
+                          "with minimum length 1, but got an empty array instead.",
                      param=f"messages[{i}].tool_calls", code="empty_array")
     keys = MESSAGE_KEYS[role] | ({REASONING_KEY} if reasoning and role == "assistant" else set())
     keys |= OPENAI_MESSAGE_KEYS.get(role, set()) if openai else set()
@@ -523,8 +575,9 @@ def check_pairing(messages):
     while i < len(messages):
         msg = messages[i]
         if msg["role"] == "tool":
-            return error(400, "Invalid parameter: messages with role 'tool' must be a response to a "
-                              "preceeding message with 'tool_calls'.", param=f"messages.[{i}].role")
+            return error(400, "Invalid parameter: messages with role 'tool' must be a response to "
+                              "a preceeding "
+                              "message with 'tool_calls'.", param=f"messages.[{i}].role")
         i += 1
         if msg["role"] != "assistant" or not msg.get("tool_calls"):
             continue
@@ -540,21 +593,23 @@ def check_pairing(messages):
             i += 1
         missing = [call_id for call_id in dict.fromkeys(ids) if call_id not in answered]
         if missing:
-            return error(400, "An assistant message with 'tool_calls' must be followed by tool messages "
-                              "responding to each 'tool_call_id'. The following tool_call_ids did not "
-                              f"have response messages: {', '.join(missing)}",
+            return error(400, "An assistant message with 'tool_calls' must be followed by tool "
+                              "messages responding to each 'tool_call_id'. The following "
+                              f"tool_call_ids did not have response messages: {', '.join(missing)}",
                          param=f"messages.[{i}].role" if i < len(messages) else "messages")
     return None
 
 
 # Request-wide checks, in order; each returns an error reply or None.
-CHECKS = (check_tool_choice, check_ranges, check_counts, check_values, check_response_format, check_reasoning)
+CHECKS = (check_tool_choice, check_ranges, check_counts, check_values, check_response_format,
+          check_reasoning)
 # Where Groq rejects what OpenAI takes, the path decides: /openai/v1 is Groq's, /v1 is OpenAI's.
 GROQ_CHECKS = (check_groq_json_mode,)
 
 
 def validate(body, groq=False):
-    """The first reason to reject a chat request (as an error reply spec), or None. groq: sent to Groq's path."""
+    """The first reason to reject a chat request (as an error reply spec), or None. groq: sent to
+    Groq's path."""
     problem = check_top_level(body) or check_tools(body.get("tools"))
     if problem:
         return problem
@@ -570,9 +625,10 @@ def validate(body, groq=False):
     return check_pairing(body["messages"])
 
 
-# ---------------------------------------------------------------------------------------------
-# JSON Schema, the small part the demo needs: fill a schema from what the conversation has, and check
-# a value against it. Tool arguments (tool_choice, a learner's own tool) and structured answers use both.
+# --------------------------------------------------------------------------------------------- JSON
+# Schema, the small part the demo needs: fill a schema from what the conversation has, and check a
+# value against it. Tool arguments (tool_choice, a learner's own tool) and structured answers use
+# both.
 
 def resolve(schema, root):
     """The schema a "$ref" points at. Example: {"$ref": "#/$defs/Item"} -> root["$defs"]["Item"]"""
@@ -596,16 +652,18 @@ def schema_type(schema):
 
 
 def has_value(schema, name, facts):
-    """Whether an optional property has something worth sending: an example, a default, a file from the task."""
+    """Whether an optional property has something worth sending: an example, a default, a file from
+    the task."""
     wants_file = schema_type(schema) == "string" and PATH_NAMES.search(name) and facts["files"]
     return any(key in schema for key in ("examples", "default", "const")) or bool(wants_file)
 
 
 def fill(schema, name, facts, root=None, depth=0):
-    """A value for `schema` (the value of property `name`), taken from what the conversation has (facts):
-    the first of `examples`, else `default`, else a file the task names for a path-like string, else the `enum`
-    value the task or a result gives (else the first), else a value of the type. Example: {"properties": {"path":
-    {"type": "string"}}, "required": ["path"]}, facts with files ["a.txt"] -> {"path": "a.txt"}"""
+    """A value for `schema` (the value of property `name`), taken from what the conversation has
+    (facts): the first of `examples`, else `default`, else a file the task names for a path-like
+    string, else the `enum` value the task or a result gives (else the first), else a value of the
+    type. Example: {"properties": {"path": {"type": "string"}}, "required": ["path"]}, facts with
+    files ["a.txt"] -> {"path": "a.txt"}"""
     root = schema if root is None else root
     schema = resolve(schema, root)
     if schema.get("examples"):
@@ -615,13 +673,15 @@ def fill(schema, name, facts, root=None, depth=0):
             return schema[key]
     for key in ("anyOf", "oneOf", "allOf"):
         if schema.get(key):  # the first choice that is not null
-            choice = next((s for s in schema[key] if resolve(s, root).get("type") != "null"), schema[key][0])
+            choice = next((s for s in schema[key] if resolve(s, root).get("type") != "null"),
+                          schema[key][0])
             return fill(choice, name, facts, root, depth)
     kind = schema_type(schema)
     if kind == "string" and PATH_NAMES.search(name) and facts["files"]:
         return facts["files"][0]
     if schema.get("enum"):  # the value the task or a result gives, if it is allowed
-        return next((value for value in [fact(name, kind, facts)] if value in schema["enum"]), schema["enum"][0])
+        return next((value for value in [fact(name, kind, facts)] if value in schema["enum"]),
+                    schema["enum"][0])
     return FILL.get(kind, fill_string)(schema, name, facts, root, depth)
 
 
@@ -635,7 +695,8 @@ def fill_object(schema, name, facts, root, depth):
 
 
 def fill_array(schema, name, facts, root, depth):
-    """Names for an array of strings (the last listing's, else the task's files), else the fewest items allowed."""
+    """Names for an array of strings (the last listing's, else the task's files), else the fewest
+    items allowed."""
     items = resolve(schema.get("items") or {}, root)
     value = []
     if schema_type(items) == "string" and not items.get("enum"):
@@ -765,12 +826,13 @@ def array_problem(value, schema, root, at):
 
 
 def bounds_problem(value, schema, at):
-    if is_type(value, "number") and not schema.get("minimum", value) <= value <= schema.get("maximum", value):
+    if is_type(value, "number") and not schema.get("minimum", value) <= value <= schema.get(
+        "maximum", value
+    ):
         return f"{at}: {value} is outside minimum/maximum"
     if isinstance(value, str) and len(value) > schema.get("maxLength", len(value)):
         return f"{at}: longer than maxLength"
     return None
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -792,8 +854,10 @@ def parse_arguments(arguments):
 
 
 def tool_history(messages):
-    """The calls made so far, paired with their results: [(name, arguments dict, result text), ...]."""
-    results = {m.get("tool_call_id"): text_of(m.get("content")) for m in messages if m.get("role") == "tool"}
+    """The calls made so far, paired with their results: [(name, arguments dict, result text),
+    ...]."""
+    results = {m.get("tool_call_id"): text_of(m.get("content")) for m in messages
+               if m.get("role") == "tool"}
     done = []
     for msg in messages:
         if msg.get("role") != "assistant":
@@ -801,7 +865,8 @@ def tool_history(messages):
         for call in msg.get("tool_calls") or []:
             fn = call.get("function") or {}
             if call.get("id") in results:
-                done.append((fn.get("name"), parse_arguments(fn.get("arguments")), results[call["id"]]))
+                done.append((fn.get("name"), parse_arguments(fn.get("arguments")),
+                             results[call["id"]]))
     return done
 
 
@@ -820,20 +885,23 @@ def file_names(text):
 
 
 def prose(task):
-    """The task with commands, quoted text and URLs blanked out, keeping positions: their words are not requests."""
+    """The task with commands, quoted text and URLs blanked out, keeping positions: their words are
+    not requests."""
     return re.sub(r'`[^`]*`|"[^"]*"|\w+://\S+', lambda m: " " * len(m.group()), task)
 
 
 def mention(task, name):
-    """Where the task names a tool, by its name or by its words. Example: "count lines of a.txt", "count_lines" -> 0"""
+    """Where the task names a tool, by its name or by its words. Example: "count lines of a.txt",
+    "count_lines" -> 0"""
     words = r"[\s_-]+".join(re.escape(word) for word in re.split(r"[_-]+", name) if word)
     found = re.search(rf"(?<![\w-]){words}(?![\w-])", task, re.IGNORECASE)
     return found.start() if found else None
 
 
 def asked_for(task, name):
-    """Where the task asks for a tool: by its name, by its name less an MCP server's prefix, or by every word of
-    that name somewhere in it. Example: "Propose the billing label", "tickets__propose_label" -> 0"""
+    """Where the task asks for a tool: by its name, by its name less an MCP server's prefix, or by
+    every word of that name somewhere in it. Example: "Propose the billing label",
+    "tickets__propose_label" -> 0"""
     own = name.split(MCP_SEPARATOR)[-1]
     for said in (name, own):
         if mention(task, said) is not None:
@@ -843,12 +911,14 @@ def asked_for(task, name):
 
 
 def task_fact(name, kind, task):
-    """A value the task gives for property `name`: the word before the name ("the billing label"), or for an id an
-    id-like word. Example: "ticket_id", "string", "Propose the billing label for DEMO-42" -> "DEMO-42" """
+    """A value the task gives for property `name`: the word before the name ("the billing label"),
+    or for an id an id-like word. Example: "ticket_id", "string", "Propose the billing label for
+    DEMO-42" -> "DEMO-42" """
     words = [w for w in re.split(r"[\W_]+", name.lower()) if w]
     if kind != "string" or not words:
         return None
-    before = re.search(r"([\w-]+)\s+" + r"[\s_-]*".join(map(re.escape, words)) + r"\b", task, re.IGNORECASE)
+    before = re.search(r"([\w-]+)\s+" + r"[\s_-]*".join(map(re.escape, words)) + r"\b", task,
+                       re.IGNORECASE)
     if before and before.group(1).lower() not in ARTICLES:
         return before.group(1)
     found = ID_WORDS.search(task) if words[-1] == "id" else None
@@ -856,8 +926,9 @@ def task_fact(name, kind, task):
 
 
 def result_fact(name, kind, records):
-    """The field of the latest result object named like property `name` (or like its last word), as (field, value),
-    or None. Example: "expected_version", "integer", [{"id": "DEMO-42", "version": 3}] -> ("version", 3)"""
+    """The field of the latest result object named like property `name` (or like its last word), as
+    (field, value), or None. Example: "expected_version", "integer", [{"id": "DEMO-42", "version":
+    3}] -> ("version", 3)"""
     for record in records:
         for key in dict.fromkeys((name, re.split(r"[\W_]+", name)[-1])):
             if key in record and is_type(record[key], kind):
@@ -873,44 +944,51 @@ def fact(name, kind, facts):
 
 
 def required_kinds(parameters):
-    """The required properties of a parameters schema with their JSON types. Example: -> {"ticket_id": "string"}"""
+    """The required properties of a parameters schema with their JSON types. Example: ->
+    {"ticket_id": "string"}"""
     properties, required = parameters.get("properties") or {}, parameters.get("required") or []
     return {key: schema_type(resolve(properties.get(key) or {}, parameters)) for key in required}
 
 
 def reader_for(name, tools, facts):
-    """A tool that reads what tool `name` needs: one of the same MCP server that only looks (READ_VERBS) and whose
-    required arguments the facts already give. Example: "s__propose_label" -> "s__get_ticket" """
+    """A tool that reads what tool `name` needs: one of the same MCP server that only looks
+    (READ_VERBS) and whose required arguments the facts already give. Example: "s__propose_label" ->
+    "s__get_ticket" """
     server = name.split(MCP_SEPARATOR)[0] if MCP_SEPARATOR in name else None
     for other, parameters in tools.items():
         same = (other.split(MCP_SEPARATOR)[0] if MCP_SEPARATOR in other else None) == server
         verb = re.split(r"[_-]+", other.split(MCP_SEPARATOR)[-1])[0].lower()
-        known = all(fact(key, kind, facts) is not None for key, kind in required_kinds(parameters).items())
+        known = all(fact(key, kind, facts) is not None for key,
+                    kind in required_kinds(parameters).items())
         if other != name and other not in KNOWN_TOOLS and same and verb in READ_VERBS and known:
             return other
     return None
 
 
 def stale(result, parameters, facts):
-    """Whether a tool's error names an argument that came from a result (say a version read earlier): then
-    reading again may fix it. Example: "error: stale version 3, the ticket is at 4" with expected_version -> True"""
-    keys = [result_fact(key, kind, facts["records"]) for key, kind in required_kinds(parameters).items()
+    """Whether a tool's error names an argument that came from a result (say a version read
+    earlier): then reading again may fix it. Example: "error: stale version 3, the ticket is at 4"
+    with expected_version -> True"""
+    keys = [result_fact(key, kind, facts["records"]) for key,
+            kind in required_kinds(parameters).items()
             if task_fact(key, kind, facts["task"]) is None]
     return is_error(result) and any(found and found[0] in result.lower() for found in keys)
 
 
 def own_tool_step(task, name, tools, done):
-    """The next call the task's tool `name` needs, or None once it has answered: a reader first when a required
-    argument is known from nothing yet, then the tool; after an error naming a value read earlier, the reader
-    again and the tool once more."""
+    """The next call the task's tool `name` needs, or None once it has answered: a reader first when
+    a required argument is known from nothing yet, then the tool; after an error naming a value read
+    earlier, the reader again and the tool once more."""
     facts, parameters = facts_for(task, done), tools[name]
     reader = reader_for(name, tools, facts)
     made = [i for i, (called, _, _) in enumerate(done) if called == name]
     if not made:
-        needs = any(fact(key, kind, facts) is None for key, kind in required_kinds(parameters).items())
+        needs = any(fact(key, kind, facts) is None for key,
+                    kind in required_kinds(parameters).items())
         if needs and reader and reader not in [called for called, _, _ in done]:
             return reader, arguments_for(reader, tools[reader], facts)
-    elif len(made) == 1 and reader and stale(done[made[0]][2], parameters, facts_for(task, done[:made[0]])):
+    elif len(made) == 1 and reader and stale(done[made[0]][2], parameters,
+                                             facts_for(task, done[:made[0]])):
         if reader not in [called for called, _, _ in done[made[0]:]]:
             return reader, arguments_for(reader, tools[reader], facts)
     else:
@@ -920,8 +998,9 @@ def own_tool_step(task, name, tools, done):
 
 
 def own_tool_steps(task, tools, done):
-    """The next calls to the tools a learner or an MCP server added (any not in KNOWN_TOOLS) that the task asks
-    for, as (position, name, arguments); a tool that takes the final answer gets the answer so far."""
+    """The next calls to the tools a learner or an MCP server added (any not in KNOWN_TOOLS) that
+    the task asks for, as (position, name, arguments); a tool that takes the final answer gets the
+    answer so far."""
     steps = []
     for name in tools:
         where = asked_for(task, name) if name not in KNOWN_TOOLS else None
@@ -935,8 +1014,10 @@ def plan(task, tools, done=()):
     """The tool calls the task asks for, in the order the task mentions them, as (name, arguments).
     tools maps each offered tool's name to its parameters schema; done is the calls made so far."""
     steps = own_tool_steps(task, tools, done)
-    named = {name for name in tools if name not in KNOWN_TOOLS}  # `count_lines` names that tool: not a command
-    mine = [args for _, _, args in steps] + [args for name, args, _ in done if name not in KNOWN_TOOLS]
+    # `count_lines` names that tool: not a command
+    named = {name for name in tools if name not in KNOWN_TOOLS}
+    mine = [args for _, _, args in steps] + [args for name, args, _ in done
+                                             if name not in KNOWN_TOOLS]
     taken = {value for args in mine for value in args.values() if isinstance(value, str)}
     commands = [m for m in re.finditer(r"`([^`]+)`", task) if m.group(1).strip() not in named]
     steps += [(m.start(), "run_shell", {"command": m.group(1).strip()}) for m in commands]
@@ -950,7 +1031,8 @@ def plan(task, tools, done=()):
             continue  # a learner's tool already takes this file
         if WRITE_WORDS.search(outside) and text and "write_file" in tools:
             # "text" is a first guess, as real models make; the harness's error shows the right name
-            steps.append((outside.index(name), "write_file", {"path": name, "text": text.group(1) + "\n"}))
+            steps.append((outside.index(name), "write_file",
+                          {"path": name, "text": text.group(1) + "\n"}))
         else:
             steps.append((outside.index(name), "read_file", {"path": name}))
     return [(name, args) for _, name, args in sorted(steps, key=lambda s: s[0]) if name in tools]
@@ -967,11 +1049,13 @@ def listed_names(done):
 def corrected(args, error):
     """The arguments an error asks for with "Call it as {...}": its shape, filled in from ours.
 
-    Example: {"path": "a", "text": "hi"}, 'Call it as {"path": "x", "content": "..."}' -> {"path": "a", "content": "hi"}
+    Example: {"path": "a", "text": "hi"}, 'Call it as {"path": "x", "content": "..."}' -> {"path":
+    "a", "content": "hi"}
     """
     shape = json.loads(re.search(r"Call it as (\{.*\})", error).group(1))
     spare = [value for key, value in args.items() if key not in shape]  # the wrongly named ones
-    return {key: args[key] if key in args else (spare.pop(0) if spare else value) for key, value in shape.items()}
+    return {key: args[key] if key in args else (spare.pop(0) if spare else value) for key,
+            value in shape.items()}
 
 
 def next_calls(steps, done, sequential):
@@ -982,7 +1066,8 @@ def next_calls(steps, done, sequential):
         for made_name, made_args, result in done:
             if (made_name, made_args) == (name, args) and "Call it as {" in result:
                 args = corrected(made_args, result)  # read the error, fix the call
-        if (name, args) not in made or name not in KNOWN_TOOLS:  # own_tool_steps asks only for calls still due
+        if (name, args) not in made or name not in KNOWN_TOOLS:
+            # own_tool_steps asks only for calls still due
             pending.append((name, args))
     if not sequential:
         return pending, []
@@ -1013,7 +1098,8 @@ def is_error(result):
 
 def entries(result):
     """The names in a list_dir result. Example: "a.txt\ntests/\n" -> ["a.txt", "tests/"]"""
-    return [line.strip() for line in result.splitlines() if line.strip() not in ("", "(empty directory)")]
+    return [line.strip() for line in result.splitlines()
+            if line.strip() not in ("", "(empty directory)")]
 
 
 def describe_listing(args, result, keywords):
@@ -1032,9 +1118,11 @@ def describe_file(args, result, keywords):
     page = re.search(r"\n*\[lines (\d+)-(\d+) of (\d+);[^\]]*\]\s*$", result)  # a paged read_file
     lines = (result[:page.start()] if page else result).splitlines()
     first = int(args.get("offset") or 1)
-    hits = [(n, line.strip()) for n, line in enumerate(lines, first) if any(k in line.lower() for k in keywords)]
+    hits = [(n, line.strip()) for n, line in enumerate(lines, first)
+            if any(k in line.lower() for k in keywords)]
     if not hits:
-        hits = [(n, line.strip()) for n, line in enumerate(lines, first) if line.strip()][:FIRST_LINES]
+        hits = [(n, line.strip()) for n, line in enumerate(lines, first)
+                if line.strip()][:FIRST_LINES]
     quoted = [f"  line {n}: {text[:200]}" for n, text in hits[:MAX_MATCHES]]
     if page:
         said = f"I read lines {page[1]}-{page[2]} of {path}, which has {page[3]} lines."
@@ -1050,7 +1138,8 @@ def describe_command(args, result, keywords):
         return f"`{command}` did not run: {result.strip()}"
     lines = result.rstrip().splitlines()
     more = ["  ..."] if len(lines) > SHELL_LINES else []
-    return "\n".join([f"`{command}` printed:"] + [f"  {line}" for line in lines[:SHELL_LINES]] + more)
+    return ("\n".join([f"`{command}` printed:"] + [f"  {line}"
+                                                   for line in lines[:SHELL_LINES]] + more))
 
 
 def describe_write(args, result, keywords):
@@ -1065,26 +1154,32 @@ DESCRIBE = {"list_dir": describe_listing, "read_file": describe_file, "run_shell
 
 
 def keywords_of(task):
-    """Words to look for in files. Example: "read backend.py and tell me which model" -> ["model"]"""
-    in_names = {w.lower() for name in file_names(prose(task)) for w in re.findall(r"[A-Za-z]+", name)}
+    """Words to look for in files. Example: "read backend.py and tell me which model" ->
+    ["model"]"""
+    in_names = {w.lower() for name in file_names(prose(task))
+                for w in re.findall(r"[A-Za-z]+", name)}
     words = [w.lower() for w in re.findall(r"[A-Za-z]{4,}", prose(task))]
     return list(dict.fromkeys(w for w in words if w not in STOPWORDS and w not in in_names))
 
 
 def reported(task, done):
-    """The calls an answer reports: all, less the readers called for a tool the task asked for (a means, not
-    what was asked) once such a tool has answered."""
-    asked = {name for name, _, _ in done if name not in KNOWN_TOOLS and asked_for(task, name) is not None}
+    """The calls an answer reports: all, less the readers called for a tool the task asked for (a
+    means, not what was asked) once such a tool has answered."""
+    asked = {name for name, _, _ in done
+             if name not in KNOWN_TOOLS and asked_for(task, name) is not None}
     return [(name, args, result) for name, args, result in done
             if not asked or name in KNOWN_TOOLS or name in asked]
 
 
 def final_answer(task, done, skipped):
     keywords = keywords_of(task)
-    paragraphs = [f"From my summary, {name} {json.dumps(args)}: {result}" if isinstance(result, Remembered)
+    # a call the summary kept nothing of: no news
+    paragraphs = [f"From my summary, {name} {json.dumps(args)}: {result}"
+                  if isinstance(result, Remembered)
                   else DESCRIBE[name](args, result, keywords) if name in DESCRIBE
-                  else f"{name} returned: {result.strip()[:300]}" for name, args, result in reported(task, done)
-                  if result or not isinstance(result, Remembered)]  # a call the summary kept nothing of: no news
+                  else f"{name} returned: {result.strip()[:300]}" for name, args,
+                  result in reported(task, done)
+                  if result or not isinstance(result, Remembered)]
     paragraphs += [f"There is no {path} in the listing, so I did not read it." for path in skipped]
     return "\n\n".join(paragraphs)
 
@@ -1093,13 +1188,17 @@ def why(calls, skipped, task=""):
     """The short `reasoning` a gpt-oss model would send with its calls."""
     said = "".join(f"{path} is not in the listing, so I skip reading it. " for path in skipped)
     if len(calls) > 1:
-        return said + f"The task asks for {len(calls)} independent things, so I make all the calls at once."
+        return (said + f"The task asks for {len(calls)} independent things, so I make "
+                       "all the calls at once.")
     name, args = calls[0]
     if name not in KNOWN_TOOLS and asked_for(task, name) is None:
-        return said + f"The tool the task asks for needs a value I have not seen yet, so I call {name} first."
-    asks = {"list_dir": "asks for the files here", "read_file": f"names the file {args.get('path')}",
+        return (said + "The tool the task asks for needs a value I have not seen yet, so "
+                       f"I call {name} first.")
+    asks = {"list_dir": "asks for the files here",
+            "read_file": f"names the file {args.get('path')}",
             "run_shell": f"gives the command `{args.get('command')}`",
-            "write_file": f"asks me to write {args.get('path')}"}.get(name, f"names the tool {name}")
+            "write_file": f"asks me to write {args.get('path')}"}.get(name, "names the tool "
+                                                                            f"{name}")
     return said + f"The task {asks}, so I call {name}."
 
 
@@ -1114,7 +1213,8 @@ def last_listing(done):
 
 
 def count_of(done, listed):
-    """A count found in the results: the size of the last listing, else the first number in the last result."""
+    """A count found in the results: the size of the last listing, else the first number in the last
+    result."""
     if not done:
         return None
     name, _, result = done[-1]
@@ -1132,7 +1232,8 @@ def facts_for(task, done, answer=None, said=None):
     listed, files = last_listing(done), file_names(prose(task))
     quoted = re.search(r'"([^"]*)"', task)
     lines = [line.strip() for _, _, result in done for line in result.splitlines() if line.strip()]
-    records = [record for _, _, result in reversed(done) for record in [parse_arguments(result)] if record]
+    records = [record for _, _, result in reversed(done) for record in [parse_arguments(result)]
+               if record]
     return {"task": task, "files": files, "quoted": quoted.group(1) if quoted else None,
             "answer": answer, "said": said, "names": files if listed is None else listed,
             "count": count_of(done, listed), "lines": lines if answer is not None else [],
@@ -1140,44 +1241,53 @@ def facts_for(task, done, answer=None, said=None):
 
 
 def arguments_for(name, parameters, facts):
-    """Arguments for a call the task did not spell out: list_dir lists here; any other tool fills its schema."""
+    """Arguments for a call the task did not spell out: list_dir lists here; any other tool fills
+    its schema."""
     if name == "list_dir":
         return {"path": "."}
     return fill({"type": "object", **parameters}, "", facts)
 
 
 def fitting_tool(tools):
-    """The tool to call when a call is required: one that takes the final answer, else list_dir, else the first."""
+    """The tool to call when a call is required: one that takes the final answer, else list_dir,
+    else the first."""
     final = [name for name in tools if FINAL_TOOLS.search(name)]
     return final[0] if final else "list_dir" if "list_dir" in tools else next(iter(tools))
 
 
 def situation(body):
-    """The task, the calls made so far with their results (first those only a summary in the conversation lists,
-    with what it kept of them), and the tools offered (name -> parameters schema)."""
+    """The task, the calls made so far with their results (first those only a summary in the
+    conversation lists, with what it kept of them), and the tools offered (name -> parameters
+    schema)."""
     messages = body.get("messages") or []
-    tools = {tool["function"]["name"]: tool["function"].get("parameters") or {} for tool in body.get("tools") or []}
+    tools = {tool["function"]["name"]: tool["function"].get("parameters") or {}
+             for tool in body.get("tools") or []}
     history = tool_history(messages)
     made = [(name, args) for name, args, _ in history]
-    return task_of(messages), [c for c in summarized(messages) if c[:2] not in made] + history, tools
+    return task_of(messages), [c for c in summarized(messages)
+                               if c[:2] not in made] + history, tools
 
 
 def task_of(messages):
-    """The task: the last user message that is no summary. Example: [task, a summary] -> the task's text"""
-    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user" and not is_summary(m)]
+    """The task: the last user message that is no summary. Example: [task, a summary] -> the task's
+    text"""
+    users = [m for m in messages
+             if isinstance(m, dict) and m.get("role") == "user" and not is_summary(m)]
     return text_of(users[-1].get("content")) if users else ""
 
 
 def is_summary(message):
-    """Whether a message holds the lines of a summary the model wrote, whatever words the harness put around it
-    and whatever its role (a tool's result is something read, not the model's own summary)."""
+    """Whether a message holds the lines of a summary the model wrote, whatever words the harness
+    put around it and whatever its role (a tool's result is something read, not the model's own
+    summary)."""
     return isinstance(message, dict) and message.get("role") != "tool" and \
         SUMMARY_LINE.search(text_of(message.get("content"))) is not None
 
 
 def asks_to_sum_up(messages):
-    """Whether the last message asks the model to sum up its work: a user message, after some work, that begins
-    by asking to sum up or summarise, names no file ("Summarize notes.txt" is a task) and is no summary itself."""
+    """Whether the last message asks the model to sum up its work: a user message, after some work,
+    that begins by asking to sum up or summarise, names no file ("Summarize notes.txt" is a task)
+    and is no summary itself."""
     asked = messages[-1] if messages and isinstance(messages[-1], dict) else {}
     text = text_of(asked.get("content"))
     worked = any(isinstance(m, dict) and m.get("role") == "assistant" for m in messages)
@@ -1190,22 +1300,26 @@ class Remembered(str):
 
 
 def summarized(messages):
-    """The calls the summaries in the conversation list, with the lines each kept: [(name, arguments, text), ...]."""
+    """The calls the summaries in the conversation list, with the lines each kept: [(name,
+    arguments, text), ...]."""
     kept = {}
     for message in filter(is_summary, messages):
         for name, arguments, line in SUMMARY_LINE.findall(text_of(message["content"])):
             lines = kept.setdefault((name, json.dumps(parse_arguments(arguments))), [])
             if line and line not in lines:
                 lines.append(line)
-    return [(name, json.loads(arguments), Remembered("\n".join(lines))) for (name, arguments), lines in kept.items()]
+    return [(name, json.loads(arguments), Remembered("\n".join(lines))) for (name, arguments),
+            lines in kept.items()]
 
 
 def kept_lines(task, arguments, result):
-    """The lines of a result a summary keeps: those that hold a word the task asks about; when none does, the first
-    line of a call the task names, or of an error. Example: "Read a.txt, then tell me the code word", {"path":
-    "a.txt"}, "x\nThe code word is EMU.\ny" -> ["The code word is EMU."]"""
+    """The lines of a result a summary keeps: those that hold a word the task asks about; when none
+    does, the first line of a call the task names, or of an error. Example: "Read a.txt, then tell
+    me the code word", {"path": "a.txt"}, "x\nThe code word is EMU.\ny" -> ["The code word is
+    EMU."]"""
     keywords = keywords_of(task)
-    found = [line.strip() for line in result.splitlines() if any(k in line.lower() for k in keywords)]
+    found = [line.strip() for line in result.splitlines()
+             if any(k in line.lower() for k in keywords)]
     named = any(isinstance(value, str) and value in task for value in arguments.values())
     if not found and (named or is_error(result)):
         found = result.strip().splitlines()[:1]
@@ -1213,46 +1327,55 @@ def kept_lines(task, arguments, result):
 
 
 def summary(messages):
-    """What a careful model asked to sum up its work writes, from the text it was sent and nothing else: the task,
-    then each call made with the lines of its result the task needs (kept_lines()); the calls an earlier summary
-    lists keep what it kept. Example: -> "Task: ...\nThe calls made, with what the task needs from them:\n
+    """What a careful model asked to sum up its work writes, from the text it was sent and nothing
+    else: the task, then each call made with the lines of its result the task needs (kept_lines());
+    the calls an earlier summary lists keep what it kept. Example: -> "Task: ...\nThe calls made,
+    with what the task needs from them:\n
     - read_file {"path": "a.txt"}: The code word is EMU.\n- read_file {"path": "b.txt"}:" """
     task = task_of(messages[:-1])
     lines = [f"Task: {task}", "The calls made, with what the task needs from them:"]
     for name, arguments, result in summarized(messages[:-1]) + tool_history(messages):
-        found = result.splitlines() if isinstance(result, Remembered) else kept_lines(task, arguments, result)
+        found = (result.splitlines() if isinstance(result, Remembered)
+                 else kept_lines(task, arguments, result))
         call = f"- {name} {json.dumps(arguments)}:"
         lines += [f"{call} {line[:SUMMARY_CHARS]}" for line in found] or [call]
     return "\n".join(dict.fromkeys(lines))  # a call listed by two summaries is listed once
 
 
 def next_step(body, task, done, tools):
-    """What the task needs next: tool calls, a text answer, or Groq's 400 when the tools are gone but a call is due."""
-    called_before = any(m.get("role") == "assistant" and m.get("tool_calls") for m in body["messages"])
+    """What the task needs next: tool calls, a text answer, or Groq's 400 when the tools are gone
+    but a call is due."""
+    called_before = any(m.get("role") == "assistant" and m.get("tool_calls")
+                        for m in body["messages"])
     if not tools and not called_before:
         return {"reasoning": "A plain chat with no tools, so I say who I am.", "content": HELLO}
     steps = plan(task, tools or dict.fromkeys(KNOWN_TOOLS, {}), done)
-    calls, skipped = next_calls(steps, done, sequential=bool(re.search(r"\bthen\b", task, re.IGNORECASE)))
+    calls, skipped = next_calls(steps, done,
+                                sequential=bool(re.search(r"\bthen\b", task, re.IGNORECASE)))
     if not calls and tools and next_page(task, done):
         calls = [next_page(task, done)]  # the file came back cut, and the task wants all of it
     if calls and not tools:
-        # What Groq does when a learner stops sending tools mid-conversation: the model calls one anyway.
+        # What Groq does when a learner stops sending tools mid-conversation: the model calls one
+        # anyway.
         name, args = calls[0]
         return error(400, "Tool choice is none, but model called a tool", code="tool_use_failed",
                      failed_generation=json.dumps({"name": name, "arguments": args}))
     if calls:
-        calls = calls[:1] if body.get("parallel_tool_calls") is False else calls  # the rest on later turns
+        # the rest on later turns
+        calls = calls[:1] if body.get("parallel_tool_calls") is False else calls
         return {"reasoning": why(calls, skipped, task),
                 "tool_calls": [{"name": name, "arguments": args} for name, args in calls]}
     if not steps and not done:
-        return {"reasoning": "The task asks for nothing my tools can do, so I say what I understand.",
+        return {"reasoning": "The task asks for nothing my tools can do, so I "
+                             "say what I understand.",
                 "content": HELP}
     return {"reasoning": "Every step is done, so I answer from the tool results.",
             "content": final_answer(task, done, skipped)}
 
 
 def obey(reply, choice, tools, task, done):
-    """The reply as tool_choice "required" (some call) or a named function (exactly that call) makes it."""
+    """The reply as tool_choice "required" (some call) or a named function (exactly that call) makes
+    it."""
     named = choice["function"]["name"] if isinstance(choice, dict) else None
     calls = reply.get("tool_calls") or []
     if calls and named is None:
@@ -1310,7 +1433,8 @@ def structured(reply, body, task, done):
 
 
 def policy(body):
-    """The demo policy: a request body -> a reply spec (content, tool_calls, reasoning, or an error)."""
+    """The demo policy: a request body -> a reply spec (content, tool_calls, reasoning, or an
+    error)."""
     task, done, tools = situation(body)
     choice = body.get("tool_choice", "auto")
     if choice == "none" and not done:
@@ -1341,11 +1465,14 @@ def build_message(spec, messages):
     for position, call in enumerate(spec.get("tool_calls") or []):
         arguments = call.get("arguments", {})
         if not isinstance(arguments, str):
-            arguments = json.dumps(arguments)  # a str is sent verbatim, even when it is not valid JSON
-        calls.append({"id": call["id"] if "id" in call else call_id(messages, position), "type": "function",
+            # a str is sent verbatim, even when it is not valid JSON
+            arguments = json.dumps(arguments)
+        calls.append({"id": call["id"] if "id" in call else call_id(messages, position),
+                      "type": "function",
                       "function": {"name": call["name"], "arguments": arguments}})
     message = {"role": "assistant"}
-    if spec.get("content") is not None or not calls:  # like Groq: no content key on a pure tool call
+    if spec.get("content") is not None or not calls:
+        # like Groq: no content key on a pure tool call
         message["content"] = spec.get("content") or ""
     if spec.get("reasoning"):
         message["reasoning"] = spec["reasoning"]
@@ -1355,8 +1482,9 @@ def build_message(spec, messages):
 
 
 def show_reasoning(message, body):
-    """The reasoning as the request wants it: a field (parsed, the default), gone (include_reasoning false,
-    hidden, or a model that does not reason), or in the content between <think> tags (raw)."""
+    """The reasoning as the request wants it: a field (parsed, the default), gone (include_reasoning
+    false, hidden, or a model that does not reason), or in the content between <think> tags
+    (raw)."""
     if "reasoning" not in message:
         return message
     form = body.get("reasoning_format")
@@ -1364,22 +1492,30 @@ def show_reasoning(message, body):
         return {key: value for key, value in message.items() if key != "reasoning"}
     if form == "raw":
         shown = {key: value for key, value in message.items() if key != "reasoning"}
-        return {**shown, "content": f"<think>\n{message['reasoning']}\n</think>\n\n{message.get('content') or ''}"}
+        return {
+            **shown,
+            "content": (
+                f"<think>\n{message['reasoning']}\n</think>\n\n{message.get('content') or ''}"
+            ),
+        }
     return message
 
 
 def cut_to(message, limit):
-    """The message cut to `limit` tokens of text and tool arguments (reasoning is free), and whether it was cut.
+    """The message cut to `limit` tokens of text and tool arguments (reasoning is free), and whether
+    it was cut.
     Example: content "abcdefghij", limit 2 -> content "abcdefgh", True (4 characters a token)"""
     budget = limit * CHARS_PER_TOKEN
     content = message.get("content") or ""
     if len(content) > budget:  # the text ran out of tokens: no tool call comes after it
-        return {**{k: v for k, v in message.items() if k != "tool_calls"}, "content": content[:budget]}, True
+        return {**{k: v for k, v in message.items() if k != "tool_calls"},
+                "content": content[:budget]}, True
     budget -= len(content)
     calls = message.get("tool_calls") or []
     for i, call in enumerate(calls):
         arguments = call["function"]["arguments"]
-        if len(arguments) > budget:  # this call's arguments stop mid-way: invalid JSON, as real models send
+        if len(arguments) > budget:
+            # this call's arguments stop mid-way: invalid JSON, as real models send
             cut = {**call, "function": {**call["function"], "arguments": arguments[:budget]}}
             return {**message, "tool_calls": calls[:i] + [cut]}, True
         budget -= len(arguments)
@@ -1392,31 +1528,42 @@ def timed(prompt, completion):
     completion_time = round(completion / TOKENS_PER_SECOND, 6)
     return {"queue_time": QUEUE_SECONDS, "prompt_tokens": prompt, "prompt_time": prompt_time,
             "completion_tokens": completion, "completion_time": completion_time,
-            "total_tokens": prompt + completion, "total_time": round(prompt_time + completion_time, 6)}
+            "total_tokens": prompt + completion,
+            "total_time": round(prompt_time + completion_time, 6)}
 
 
 def prompt_text(body):
-    """What the model reads, as the demo counts it: the tools first (as real prompts put them), then the messages."""
+    """What the model reads, as the demo counts it: the tools first (as real prompts put them), then
+    the messages."""
     return json.dumps(body.get("tools") or []) + json.dumps(body["messages"])
 
 
 class PromptCache:
-    """The prompts served lately, each as chained hashes of its 128-token blocks, so that a block's hash stands for
-    the whole prefix up to it: how much of a new prompt an earlier one (same model) began with."""
+    """The prompts served lately, each as chained hashes of its 128-token blocks, so that a block's
+    hash stands for the whole prefix up to it: how much of a new prompt an earlier one (same model)
+    began with."""
 
     def __init__(self, keep=CACHE_PROMPTS):
-        self.keep, self.prompts, self.blocks = keep, deque(), {}  # blocks: prefix hash -> prompts holding it
+        # blocks: prefix hash -> prompts holding it
+        self.keep, self.prompts, self.blocks = keep, deque(), {}
         self.lock = threading.Lock()
 
     def cached_tokens(self, model, text):
-        """The tokens of this prompt an earlier one began with, as OpenAI reports them, then remember this one.
-        Example: the same 5000-character prompt twice -> 0, then 1152 (9 whole blocks of 128 tokens)."""
-        step, chain, digests = CACHE_BLOCK_TOKENS * CHARS_PER_TOKEN, hashlib.blake2b(model.encode()), []
+        """The tokens of this prompt an earlier one began with, as OpenAI reports them, then
+        remember this one.
+        Example: the same 5000-character prompt twice -> 0, then 1152 (9 whole blocks of 128
+        tokens)."""
+        step, chain, digests = (
+            CACHE_BLOCK_TOKENS * CHARS_PER_TOKEN,
+            hashlib.blake2b(model.encode()),
+            [],
+        )
         for start in range(0, len(text) - step + 1, step):
             chain.update(text[start:start + step].encode())
             digests.append(chain.digest()[:8])
         with self.lock:
-            hit = next((i for i, digest in enumerate(digests) if digest not in self.blocks), len(digests))
+            hit = next((i for i, digest in enumerate(digests) if digest not in self.blocks),
+                       len(digests))
             self.prompts.append(digests)
             for digest in digests:
                 self.blocks[digest] = self.blocks.get(digest, 0) + 1
@@ -1430,8 +1577,9 @@ class PromptCache:
 
 
 def estimate_usage(body, message, limit=None, cut=False, cached=0):
-    """About four characters a token: enough for token budgets to work offline. A limit caps the completion;
-    cached is the prompt's cached part, reported in OpenAI's prompt_tokens_details (Groq's SDK reads it too)."""
+    """About four characters a token: enough for token budgets to work offline. A limit caps the
+    completion; cached is the prompt's cached part, reported in OpenAI's prompt_tokens_details
+    (Groq's SDK reads it too)."""
     prompt = len(prompt_text(body)) // CHARS_PER_TOKEN + 1
     completion = len(json.dumps(message)) // CHARS_PER_TOKEN + 1
     if limit:
@@ -1440,15 +1588,17 @@ def estimate_usage(body, message, limit=None, cut=False, cached=0):
 
 
 def assemble(spec, body, cached=0):
-    """The assistant message for a reply spec as the request shapes it (reasoning shown or not, max tokens),
-    with its finish_reason and usage (cached: the prompt tokens an earlier prompt began with)."""
+    """The assistant message for a reply spec as the request shapes it (reasoning shown or not, max
+    tokens), with its finish_reason and usage (cached: the prompt tokens an earlier prompt began
+    with)."""
     message, cut = build_message(spec, body["messages"]), False
     limit = body.get("max_completion_tokens") or body.get("max_tokens")
     if "message" not in spec:
         message = show_reasoning(message, body)
         if limit:
             message, cut = cut_to(message, limit)
-    finish = spec.get("finish_reason") or ("length" if cut else "tool_calls" if message.get("tool_calls") else "stop")
+    finish = (spec.get("finish_reason")
+              or ("length" if cut else "tool_calls" if message.get("tool_calls") else "stop"))
     if spec.get("usage") is False:  # a server that counts nothing: the harness must estimate
         return message, finish, None
     return message, finish, spec.get("usage") or estimate_usage(body, message, limit, cut, cached)
@@ -1456,9 +1606,10 @@ def assemble(spec, body, cached=0):
 
 def completion(spec, body, request_id, cached=0):
     message, finish, usage = assemble(spec, body, cached)
-    return {"id": f"chatcmpl-{uuid.uuid4()}", "object": "chat.completion", "created": int(time.time()),
-            "model": body["model"],
-            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+    return {"id": f"chatcmpl-{uuid.uuid4()}", "object": "chat.completion",
+            "created": int(time.time()), "model": body["model"],
+            "choices": [{"index": 0, "message": message, "logprobs": None,
+                         "finish_reason": finish}],
             **({"usage": usage} if usage else {}), "system_fingerprint": FINGERPRINT,
             "x_groq": {"id": request_id}, "service_tier": "on_demand"}
 
@@ -1474,8 +1625,8 @@ def sse(data):
 
 
 def call_deltas(message, split):
-    """The tool-call deltas: each call whole (Groq), or with split, id and name once and then the arguments
-    in fragments of that many characters (OpenAI)."""
+    """The tool-call deltas: each call whole (Groq), or with split, id and name once and then the
+    arguments in fragments of that many characters (OpenAI)."""
     deltas = []
     for index, call in enumerate(message.get("tool_calls") or []):
         if not split:
@@ -1484,7 +1635,8 @@ def call_deltas(message, split):
         fn, arguments = call["function"], call["function"]["arguments"]
         deltas.append({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
                                        "function": {"name": fn["name"], "arguments": ""}}]})
-        deltas += [{"tool_calls": [{"index": index, "function": {"arguments": arguments[i:i + split]}}]}
+        deltas += [{"tool_calls": [{"index": index,
+                                    "function": {"arguments": arguments[i:i + split]}}]}
                    for i in range(0, len(arguments), split)]
     return deltas
 
@@ -1492,8 +1644,8 @@ def call_deltas(message, split):
 def stream_events(spec, body, request_id, cached=0):
     """The SSE events for a reply, and whether the stream ends normally with [DONE]."""
     message, finish, usage = assemble(spec, body, cached)
-    head = {"id": f"chatcmpl-{uuid.uuid4()}", "object": "chat.completion.chunk", "created": int(time.time()),
-            "model": body["model"], "system_fingerprint": FINGERPRINT}
+    head = {"id": f"chatcmpl-{uuid.uuid4()}", "object": "chat.completion.chunk",
+            "created": int(time.time()), "model": body["model"], "system_fingerprint": FINGERPRINT}
 
     def chunk(delta, finish=None, **extra):
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
@@ -1508,7 +1660,8 @@ def stream_events(spec, body, request_id, cached=0):
         events.append(f"event: error\ndata: {json.dumps({'error': spec['error_event']})}\n\n")
         return events, False
     # Groq puts usage on the finish chunk; include_usage adds OpenAI's usage-only chunk as well.
-    events.append(chunk({}, finish, **({"usage": usage, "x_groq": {"id": request_id, "usage": usage}} if usage
+    events.append(chunk({}, finish,
+                        **({"usage": usage, "x_groq": {"id": request_id, "usage": usage}} if usage
                                        else {"x_groq": {"id": request_id}})))
     if usage and (body.get("stream_options") or {}).get("include_usage"):
         events.append(sse({**head, "choices": [], "usage": usage}))
@@ -1519,7 +1672,8 @@ def scripted_events(spec, body, request_id, cached=0):
     """A stream's events: exactly the scripted "events" if there are any, else the reply's own."""
     if "events" not in spec:
         return stream_events(spec, body, request_id, cached)
-    return [event if isinstance(event, str) else sse(event) for event in spec["events"]], spec.get("done", True)
+    return [event if isinstance(event, str) else sse(event)
+            for event in spec["events"]], spec.get("done", True)
 
 
 def parse_json(raw):
@@ -1846,8 +2000,8 @@ def responses_reply(server, body, groq):
 # Routes: the real paths only, as Groq serves them under /openai/v1 and OpenAI under /v1.
 
 def unknown_url(method, path):
-    return error(404, f"Unknown request URL: {method} {path}. Please check the URL for typos, or see the docs "
-                      f"at {GROQ_DOCS}", code="unknown_url")
+    return error(404, f"Unknown request URL: {method} {path}. Please check the URL for typos, or "
+                      f"see the docs at {GROQ_DOCS}", code="unknown_url")
 
 
 def nearest(name, names):
@@ -1870,26 +2024,31 @@ def model_object(name):
 
 
 def models_reply(server, name):
-    """GET {prefix}/models (every model served) or {prefix}/models/{name} (one of them, or Groq's 404). The name
-    arrives URL-encoded when a client quotes its slash: openai%2Fgpt-oss-120b is openai/gpt-oss-120b."""
+    """GET {prefix}/models (every model served) or {prefix}/models/{name} (one of them, or Groq's
+    404). The name arrives URL-encoded when a client quotes its slash: openai%2Fgpt-oss-120b is
+    openai/gpt-oss-120b."""
     if name is None:
-        return {"status": 200, "body": {"object": "list", "data": [model_object(n) for n in server.models]}}
+        return {"status": 200,
+                "body": {"object": "list", "data": [model_object(n) for n in server.models]}}
     name = unquote(name)
     return {"status": 200, "body": model_object(name)} if name in server.models else \
         model_not_found(name, server.models)
 
 
 def chat_reply(server, body, groq):
-    """A chat request's reply: a 400 or 404 for a bad request, else the next scripted reply or the policy."""
+    """A chat request's reply: a 400 or 404 for a bad request, else the next scripted reply or the
+    policy."""
     if not isinstance(body, dict):
-        return error(400, "We could not parse the JSON body of your request: the API expects a JSON object.")
+        return (error(400, "We could not parse the JSON body of your request: the API "
+                           "expects a JSON object."))
     model = body.get("model")
     if not isinstance(model, str) or not model:
         return error(400, "property 'model' is missing", param="model")
     if model not in server.models:
         return model_not_found(model, server.models)
     if isinstance(body.get("messages"), list) and asks_to_sum_up(body["messages"]):
-        return validate(body, groq) or {"content": summary(body["messages"])}  # scripted or not: the demo sums up
+        # scripted or not: the demo sums up
+        return validate(body, groq) or {"content": summary(body["messages"])}
     return validate(body, groq) or server.next_reply() or {"policy": True}
 
 
@@ -1913,7 +2072,8 @@ def respond(server, method, path, headers, body):
 # The HTTP server.
 
 def too_large(size):
-    return error(413, f"Request Entity Too Large: the body is {size} bytes, and the limit is {MAX_BODY_BYTES}.",
+    return error(413, f"Request Entity Too Large: the body is {size} bytes, and the limit "
+                      f"is {MAX_BODY_BYTES}.",
                  code="request_too_large")
 
 
@@ -1946,7 +2106,8 @@ class Handler(BaseHTTPRequestHandler):
             raw, problem = self.read_body()
             body = parse_json(raw)
             self.server.record(self.command, self.path, self.headers, body)
-            self.send_reply(problem or respond(self.server, self.command, self.path, self.headers, body), body)
+            self.send_reply(problem or respond(self.server, self.command, self.path, self.headers,
+                                               body), body)
         except ConnectionError:
             self.close_connection = True  # the client hung up; there is no one left to tell
 
@@ -1960,18 +2121,21 @@ class Handler(BaseHTTPRequestHandler):
             return None, error(400, f"Invalid Content-Length header: {length!r}")
         if int(length) > MAX_BODY_BYTES:
             self.close_connection = True
-            self.skip(min(int(length), MAX_DRAIN_BYTES))  # read it, so the client is listening for the 413
+            # read it, so the client is listening for the 413
+            self.skip(min(int(length), MAX_DRAIN_BYTES))
             return None, too_large(int(length))
         return self.rfile.read(int(length)), None
 
     def read_chunked(self):
-        """A body sent as chunks: a hex size line, that many bytes and a line end, until a size of 0."""
+        """A body sent as chunks: a hex size line, that many bytes and a line end, until a size of
+        0."""
         data, size = bytearray(), 0
         while True:
             length = chunk_size(self.rfile.readline(MAX_LINE))
             if length is None:
                 self.close_connection = True
-                return None, error(400, "Invalid chunked request body: a chunk size line is not a hex number.")
+                return (None, error(400, "Invalid chunked request body: a chunk size line "
+                                         "is not a hex number."))
             size += length
             if length == 0 or size > MAX_DRAIN_BYTES:
                 break
@@ -1997,7 +2161,8 @@ class Handler(BaseHTTPRequestHandler):
     def send_reply(self, reply, body):
         """Send a reply spec: wait or hang up if it says so, then a status reply, a stream, a
         completion or a response."""
-        self.faults = reply  # the scripted item's transport keys (trickle, keepalive...) hold for the policy too
+        # the scripted item's transport keys (trickle, keepalive...) hold for the policy too
+        self.faults = reply
         time.sleep(reply.get("delay", 0))
         if reply.get("drop"):
             self.close_connection = True  # hang up without a word, like a crashed proxy
@@ -2005,7 +2170,8 @@ class Handler(BaseHTTPRequestHandler):
         chat = reply.get("chat", body)  # a Responses request: the chat request it stands for
         spec = policy(chat) if reply.get("policy") else reply
         if "status" in spec:
-            self.send_body(spec["status"], spec.get("body"), spec.get("headers"), spec.get("content_type"))
+            self.send_body(spec["status"], spec.get("body"), spec.get("headers"),
+                           spec.get("content_type"))
             return
         # a prompt read: cached
         cached = self.server.cache.cached_tokens(chat["model"], prompt_text(chat))
@@ -2030,11 +2196,13 @@ class Handler(BaseHTTPRequestHandler):
         if isinstance(body, (dict, list)):
             data, default = json.dumps(body).encode(), "application/json"
         else:
-            data, default = str(body).encode(), "text/html; charset=utf-8"  # e.g. a proxy's 502 page
+            # e.g. a proxy's 502 page
+            data, default = str(body).encode(), "text/html; charset=utf-8"
         forever = self.faults.get("trickle_forever")
         self.send_response(status)
         self.send_header("Content-Type", kind or default)
-        self.send_header(*(("Connection", "close") if forever else ("Content-Length", str(len(data)))))
+        self.send_header(*(("Connection", "close") if forever
+                           else ("Content-Length", str(len(data)))))
         self.send_header("x-request-id", self.request_id)
         for name, value in (headers or {}).items():
             self.send_header(name, str(value))
@@ -2065,7 +2233,8 @@ class Handler(BaseHTTPRequestHandler):
             self.write(b"data: [DONE]\n\n")
 
     def write(self, data):
-        """Send bytes: at once, or with the script's "trickle" one byte at a time, that many seconds apart."""
+        """Send bytes: at once, or with the script's "trickle" one byte at a time, that many seconds
+        apart."""
         pause = self.faults.get("trickle")
         if not pause:
             self.wfile.write(data)
@@ -2073,10 +2242,12 @@ class Handler(BaseHTTPRequestHandler):
         for i in range(len(data)):
             self.wfile.write(data[i:i + 1])
             if self.server.stopping.wait(pause):
-                raise ConnectionAbortedError("the server is stopping")  # ends this handler like a hang-up
+                # ends this handler like a hang-up
+                raise ConnectionAbortedError("the server is stopping")
 
     def hold(self, beat, pause):
-        """Send `beat` every `pause` seconds until the client hangs up (a write fails) or the server stops."""
+        """Send `beat` every `pause` seconds until the client hangs up (a write fails) or the server
+        stops."""
         self.close_connection = True
         while not self.server.stopping.is_set():
             self.wfile.write(beat)
@@ -2084,7 +2255,8 @@ class Handler(BaseHTTPRequestHandler):
 
 
 class DemoServer(ThreadingHTTPServer):
-    """The running server and its state: the scripted replies still to send and the requests received."""
+    """The running server and its state: the scripted replies still to send and the requests
+    received."""
     daemon_threads = True  # a client that never hangs up must not keep Python running
 
     def __init__(self, script=None, api_key=None, models=None, host="127.0.0.1", port=0, keep=None):
@@ -2094,7 +2266,8 @@ class DemoServer(ThreadingHTTPServer):
         self.models = MODELS if models is None else tuple(dict.fromkeys([MODEL, *models]))
         self.port = self.server_address[1]
         self.url = f"http://{host}:{self.port}/v1"
-        # keep: how many requests to remember (None: all, as tests want; a long-running server keeps a few)
+        # keep: how many requests to remember (None: all, as tests want; a long-running server keeps
+        # a few)
         self.requests = [] if keep is None else deque(maxlen=keep)
         self.script = deque()
         self.cache = PromptCache()
@@ -2105,19 +2278,23 @@ class DemoServer(ThreadingHTTPServer):
         self.push(*(script or []))
 
     def push(self, *replies):
-        """Queue scripted replies, sent one a request in order; a bare string means {"content": that string}.
+        """Queue scripted replies, sent one a request in order; a bare string means {"content": that
+        string}.
 
         What a reply says (any mix):
-          {"content": "hi", "reasoning": "r"}                       a text answer
-          {"tool_calls": [{"name": "read_file", "arguments": {"path": "a"}, "id": "c1"}]}  ("id" optional;
-                                                                    "arguments" as a str is sent verbatim)
-          {"finish_reason": "length", "usage": {...}}               override what the demo would compute
-          {"usage": False}                                          send no usage at all, as some servers do
-          {"message": {...}}                                        this exact message, nothing added
-          {"policy": True}                                          let the demo policy answer this one
-          {"status": 429, "body": {...}, "headers": {"retry-after": "1"}}  any status and body; a str body is
-                                                                    sent verbatim ("" too)
-          {"status": 200, "body": "data: [DONE]\\n\\n", "content_type": "text/event-stream"}  its Content-Type
+          {"content": "hi", "reasoning": "r"}           a text answer
+          {"tool_calls": [{"name": "read_file", "arguments": {"path": "a"}, "id": "c1"}]}
+                                                        calls ("id" optional; "arguments" as a str
+                                                        is sent verbatim)
+          {"finish_reason": "length", "usage": {...}}   override what the demo would compute
+          {"usage": False}                              send no usage at all, as some servers do
+          {"message": {...}}                            this exact message, nothing added
+          {"policy": True}                              let the demo policy answer this one
+          {"status": 429, "body": {...}, "headers": {"retry-after": "1"}}
+                                                        any status and body; a str body is sent
+                                                        verbatim ("" too)
+          {"status": 200, "body": "data: [DONE]\\n\\n", "content_type": "text/event-stream"}
+                                                        its Content-Type
         How it travels:
           {"delay": 0.5}                wait this long first
           {"drop": True}                hang up without answering
@@ -2127,10 +2304,12 @@ class DemoServer(ThreadingHTTPServer):
         For a stream request:
           {"split_arguments": 3}        tool-call arguments in 3-character fragments (OpenAI style)
           {"cut_after": 2}              only the first 2 events, then hang up (no [DONE])
-          {"error_event": {"message": "x", "type": "server_error"}}  an error event instead of the finish
+          {"error_event": {"message": "x", "type": "server_error"}}
+                                        an error event instead of the finish
           {"keepalive": 3}              3 ": keep-alive" comment lines before the first event
-          {"events": [{"choices": []}, "data: raw\\n\\n"], "done": False}  exactly these events (a dict as
-                                        "data: <json>", a str as it is), then [DONE] unless "done" is False
+          {"events": [{"choices": []}, "data: raw\\n\\n"], "done": False}
+                                        exactly these events (a dict as "data: <json>", a str as it
+                                        is), then [DONE] unless "done" is False
         """
         with self.lock:
             self.script.extend({"content": r} if isinstance(r, str) else dict(r) for r in replies)
@@ -2149,7 +2328,8 @@ class DemoServer(ThreadingHTTPServer):
                 del self.stored[next(iter(self.stored))]  # dicts keep their order: the oldest goes
 
     def record(self, method, path, headers, body):
-        entry = {"method": method, "path": path, "headers": {k.lower(): v for k, v in headers.items()},
+        entry = {"method": method, "path": path,
+                 "headers": {k.lower(): v for k, v in headers.items()},
                  "body": body, "time": time.monotonic()}  # the arrival time, for tests/bench.py
         with self.lock:
             self.requests.append(entry)
@@ -2172,8 +2352,8 @@ class DemoServer(ThreadingHTTPServer):
 
 
 def start(script=None, api_key=None, models=None, host="127.0.0.1", port=0):
-    """Start the server on a background daemon thread and return at once. models: the names it serves besides
-    demo (default: MODELS)."""
+    """Start the server on a background daemon thread and return at once. models: the names it
+    serves besides demo (default: MODELS)."""
     server = DemoServer(script, api_key, models, host, port)
     server.thread = threading.Thread(target=server.serve_forever, args=(POLL_SECONDS,), daemon=True)
     server.thread.start()
@@ -2182,11 +2362,14 @@ def start(script=None, api_key=None, models=None, host="127.0.0.1", port=0):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Run the offline demo model on 127.0.0.1.")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port to listen on (0: any free port)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
+                        help="port to listen on (0: any free port)")
     parser.add_argument("--key", help="require this API key (default: accept any)")
-    parser.add_argument("--script", metavar="FILE.json", help="a JSON list of scripted replies to send first")
+    parser.add_argument("--script", metavar="FILE.json",
+                        help="a JSON list of scripted replies to send first")
     parser.add_argument("--model", action="append", dest="models", metavar="NAME",
-                        help="serve this model name besides demo (repeatable; default: the built-in list)")
+                        help="serve this model name besides demo (repeatable; "
+                             "default: the built-in list)")
     args = parser.parse_args(argv)
     try:
         script = json.loads(Path(args.script).read_text(encoding="utf-8")) if args.script else None

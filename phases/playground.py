@@ -1,9 +1,11 @@
-"""Make the practice folder the lessons use: play/, with a note, a long file, a fake secret and a small project
-(one of its files holds escape sequences that would redraw your screen).
+"""Make the practice folder the lessons use: play/, with a note, a long file, a fake secret and a
+small project (one of its files holds escape sequences that would redraw your screen).
 
-Run:  python phases/playground.py        (makes play/ afresh in the current folder, then lists what it holds)
-It works the same on Linux, macOS and Windows. play/ is in .gitignore: nothing you do there reaches a commit.
+Run:  python phases/playground.py   (makes play/ afresh in the current folder and lists it)
+It works the same on Linux, macOS and Windows. play/ is in .gitignore: nothing you do there reaches
+a commit.
 """
+
 import shutil
 from pathlib import Path
 
@@ -13,7 +15,8 @@ FILES = {
     ".env": "GROQ_API_KEY=gsk_not_a_real_key_0123456789\n",
     "project/README.md": "# project\n\nA folder someone handed you.\n",
     "project/app.py": 'print("hello from app.py")\n',
-    "project/trap.txt": "a harmless line\x1b[2J\x1b[H\rRead me: all is well.\n",  # it redraws a screen that obeys
+    # it redraws a screen that obeys
+    "project/trap.txt": "a harmless line\x1b[2J\x1b[H\rRead me: all is well.\n",
 }
 
 

@@ -1,12 +1,15 @@
-"""What an instructor sees: each learner's repository, phase by phase, checked offline with this course's own checks.
+"""What an instructor sees: each learner's repository, phase by phase, checked offline with this
+course's own checks.
 
-Run:  python phases/report.py REPO... [--list FILE] [--csv report.csv] [--html report.html] [--jobs 4]
+Run:  python phases/report.py REPO... [--list FILE] [--csv FILE] [--html FILE] [--jobs 4]
       python phases/report.py --list class.txt --phases 0-5 --csv week3.csv --html week3.html
-REPO is a learner's folder or a clone URL; --list FILE names one a line, "REPO [NAME]". For each, on the latest
-commit (HEAD, or --branch): each phase's check and the exercises that pass, when the phase first
-went green, the points the Classroom workflow gives, and the course's check files the learner
-changed. A repository that cannot be read is a row saying why. Their code runs in bubblewrap.
+REPO is a learner's folder or a clone URL; --list FILE names one a line, "REPO [NAME]". For each, on
+the latest commit (HEAD, or --branch): each phase's check and the exercises that pass, when the
+phase first went green, the points the Classroom workflow gives, and the course's check files the
+learner changed. A repository that cannot be read is a row saying why. Their code runs in
+bubblewrap.
 """
+
 import argparse
 import concurrent.futures
 import csv
@@ -28,12 +31,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 JOBS = 4  # repositories checked at a time: a check mostly waits on clocks, so more than the cores
-CHECK_SECONDS = 900  # the longest one run of the checks may take; past it, the learner's row says so
-COURSE_FILES = {"demo_model.py", "ticket_server.py"}  # top-level .py files that are the course's, not the learner's
-# What the checks load or start: a change to one of these can make a learner's own check pass. The report never
-# runs a learner's copy of them; it flags those that match no version of the course's.
-CHECK_FILES = ("tests/checkpoints/", "tests/conftest.py", "tests/helpers.py", "tests/cases.py", "tests/mcp_servers.py",
-               "demo_model.py", "ticket_server.py", "pytest.ini", "conftest.py")
+# the longest one run of the checks may take; past it, the learner's row says so
+CHECK_SECONDS = 900
+# top-level .py files that are the course's, not the learner's
+COURSE_FILES = {"demo_model.py", "ticket_server.py"}
+# What the checks load or start: a change to one of these can make a learner's own check pass. The
+# report never runs a learner's copy of them; it flags those that match no version of the course's.
+CHECK_FILES = ("tests/checkpoints/", "tests/conftest.py", "tests/helpers.py", "tests/cases.py",
+               "tests/mcp_servers.py", "demo_model.py", "ticket_server.py", "pytest.ini",
+               "conftest.py")
 # All a check gets of your environment: no key, no token, nothing a learner's code could send back;
 # only what programs need for their language and terminal, and Windows to start one at all.
 KEPT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "SYSTEMROOT", "WINDIR", "COMSPEC",
@@ -63,13 +69,16 @@ def git(repo, *args):
     done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
                           env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"})
     if done.returncode != 0:
-        said = [line for line in done.stderr.splitlines() if line.strip()] or [f"git {args[0]} failed"]
-        raise Problem(next((line for line in said if line.startswith("fatal: ")), said[-1]).removeprefix("fatal: "))
+        said = ([line for line in done.stderr.splitlines() if line.strip()]
+                or [f"git {args[0]} failed"])
+        raise Problem(next((line for line in said if line.startswith("fatal: ")),
+                           said[-1]).removeprefix("fatal: "))
     return done.stdout
 
 
 def blob_id(data):
-    """The id git gives a file's content. Example: blob_id(b"") -> "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391" """
+    """The id git gives a file's content. Example: blob_id(b"") ->
+    "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391" """
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
@@ -80,14 +89,16 @@ def is_check_file(path):
 
 def course_check_files():
     """The course's own check files, as they are now: {path relative to the course: its blob id}."""
-    paths = [ROOT / p for p in CHECK_FILES if not p.endswith("/")] + list((ROOT / CHECK_FILES[0]).rglob("*"))
+    paths = [ROOT / p for p in CHECK_FILES
+             if not p.endswith("/")] + list((ROOT / CHECK_FILES[0]).rglob("*"))
     return {p.relative_to(ROOT).as_posix(): blob_id(p.read_bytes()) for p in paths
             if p.is_file() and is_check_file(p.relative_to(ROOT).as_posix())}
 
 
 def known_check_files():
-    """Every version the course's check files have had: {path: {blob ids}}, from the course's history (all
-    branches) and its files as they are now, so a learner on an older version of the course is not flagged."""
+    """Every version the course's check files have had: {path: {blob ids}}, from the course's
+    history (all branches) and its files as they are now, so a learner on an older version of the
+    course is not flagged."""
     known = {path: {blob} for path, blob in course_check_files().items()}
     try:
         log = git(ROOT, "log", "--all", "--format=", "--raw", "--no-abbrev", "--no-renames", "--",
@@ -116,17 +127,20 @@ def checkpoints():
 
 
 def exercises_of(phase):
-    """A lesson's exercises that have a check (and a solution). Example: exercises_of(4) -> [1, 2]"""
-    return sorted(int(p.stem.split("-")[1]) for p in (checkpoints()[phase] / "solutions").glob("exercise-*.diff"))
+    """A lesson's exercises that have a check (and a solution). Example: exercises_of(4) -> [1,
+    2]"""
+    return sorted(int(p.stem.split("-")[1])
+                  for p in (checkpoints()[phase] / "solutions").glob("exercise-*.diff"))
 
 
-# ---- the checks, run on one state of a learner's code ----------------------------------------------------------
+# ---- the checks, run on one state of a learner's code
+# ----------------------------------------------------------
 
 def recorder(path):
-    """The pytest plugin a run of the checks reports through: one result for each check (a phase's, or an
-    exercise's), written to path as JSON. A check stops at its first failure, as with -x, but only that check; its
-    tests that call the code in this process run first, since code that lacks a function fails those at once,
-    where a whole run of the harness may wait out a timeout first."""
+    """The pytest plugin a run of the checks reports through: one result for each check (a phase's,
+    or an exercise's), written to path as JSON. A check stops at its first failure, as with -x, but
+    only that check; its tests that call the code in this process run first, since code that lacks a
+    function fails those at once, where a whole run of the harness may wait out a timeout first."""
     import pytest
 
     class Recorder:
@@ -137,9 +151,11 @@ def recorder(path):
         def pytest_collection_modifyitems(self, items):
             for item in items:
                 exercise = item.get_closest_marker("exercise")
-                self.checks[item.nodeid] = tuple(exercise.args) if exercise else (item.module.PHASE, None)
+                self.checks[item.nodeid] = tuple(exercise.args) if exercise else (item.module.PHASE,
+                                                                                  None)
             order = {item.nodeid: n for n, item in enumerate(items)}
-            items.sort(key=lambda item: (str(self.checks[item.nodeid]), not {"load", "harness"} & set(
+            items.sort(key=lambda item: (str(self.checks[item.nodeid]),
+                                         not {"load", "harness"} & set(
                 item.fixturenames), order[item.nodeid]))
 
         def pytest_runtest_setup(self, item):
@@ -151,11 +167,13 @@ def recorder(path):
             if report.failed and check not in self.failed:
                 self.failed[check] = str(report.longrepr).strip()[:1000]
             if report.when == "call" and report.passed:
-                self.ran.add(check)  # a check whose every test was skipped here (no bubblewrap) is no pass
+                # a check whose every test was skipped here (no bubblewrap) is no pass
+                self.ran.add(check)
 
         def pytest_sessionfinish(self, session):
             results = [[*check, check not in self.failed and check in self.ran,
-                        self.failed.get(check, "" if check in self.ran else "skipped on this machine")]
+                        self.failed.get(check, "" if check in self.ran
+                                        else "skipped on this machine")]
                        for check in sorted(set(self.checks.values()), key=str)]
             Path(path).write_text(json.dumps(results))
 
@@ -224,8 +242,9 @@ def run_checks(code, phases, exercises, sandbox=None):
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "results.json"
         command = [sys.executable, "-c", RUNNER, str(Path(__file__).parent), str(out),
-                   str(ROOT / "tests" / "checkpoints"), "--code", str(code), "-p", "no:cacheprovider", "-o", "addopts=",
-                   "-q", *[arg for phase in phases for arg in ("--phase", str(phase))],
+                   str(ROOT / "tests" / "checkpoints"), "--code", str(code), "-p",
+                   "no:cacheprovider", "-o", "addopts=", "-q",
+                   *[arg for phase in phases for arg in ("--phase", str(phase))],
                    *(["--exercise", "all"] if exercises else [])]
         env = {name: os.environ[name] for name in KEPT if name in os.environ}
         if sandbox:
@@ -233,9 +252,11 @@ def run_checks(code, phases, exercises, sandbox=None):
         else:  # as you: your home, and your temporary folder
             env.update({name: os.environ[name] for name in ("HOME", "TMPDIR")
                         if name in os.environ})
-        process = subprocess.Popen(command, cwd=scratch, env={**env, "PYTHONDONTWRITEBYTECODE": "1"},
+        # its own process group: stopped whole on a timeout
+        process = subprocess.Popen(command, cwd=scratch,
+                                   env={**env, "PYTHONDONTWRITEBYTECODE": "1"},
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                   start_new_session=True)  # its own process group: stopped whole on a timeout
+                                   start_new_session=True)
         try:
             printed = process.communicate(timeout=CHECK_SECONDS)[0]
         except subprocess.TimeoutExpired:
@@ -250,20 +271,24 @@ def run_checks(code, phases, exercises, sandbox=None):
         if not out.exists():
             said = [line for line in printed.splitlines() if line.strip()]
             raise Problem(f"the checks could not run: {(said or ['no output'])[-1][:300]}")
-        return {(phase, exercise): (passed, why) for phase, exercise, passed, why in json.loads(out.read_text())}
+        return {(phase, exercise): (passed, why) for phase, exercise, passed,
+                why in json.loads(out.read_text())}
 
 
 class Checker:
-    """Runs the checks once for each state of a learner's code (the same code in two repositories is checked once),
-    keeping the results in memory, and in a cache file when one is given."""
+    """Runs the checks once for each state of a learner's code (the same code in two repositories is
+    checked once), keeping the results in memory, and in a cache file when one is given."""
 
     def __init__(self, cache=None, sandbox=None):
         self.path, self.lock, self.fresh, self.retried = cache, threading.Lock(), set(), set()
         self.sandbox = sandbox  # bubblewrap's path, or None: the checks run as you
         try:
-            self.results = json.loads(Path(cache).read_text()) if cache and Path(cache).exists() else {}
-        except (OSError, ValueError) as error:  # not one this report wrote: start afresh, and overwrite it
-            print(f"note: --cache {cache} could not be read ({error}); starting without it", file=sys.stderr)
+            self.results = (json.loads(Path(cache).read_text()) if cache and Path(cache).exists()
+                            else {})
+        except (OSError, ValueError) as error:
+            # not one this report wrote: start afresh, and overwrite it
+            print(f"note: --cache {cache} could not be read ({error}); starting without it",
+                  file=sys.stderr)
             self.results = {}
         self.course = blob_id(json.dumps(sorted(course_check_files().items())).encode())[:12]
 
@@ -272,8 +297,9 @@ class Checker:
         return f"{self.course} {state.key} {phase} {exercise}"
 
     def check(self, repo, state, phases, exercises=False, again=False):
-        """{(phase, exercise): (passed, why)} for the state's code; exercises=True: the exercises of the phases.
-        again=True: a check that failed in this run is run once more (a busy machine can fail right code)."""
+        """{(phase, exercise): (passed, why)} for the state's code; exercises=True: the exercises of
+        the phases. again=True: a check that failed in this run is run once more (a busy machine can
+        fail right code)."""
         wanted = [(p, k) for p in phases for k in (exercises_of(p) if exercises else [None])]
         if not state.files:  # no code at all (the start of the course): nothing can pass
             return {check: (False, "no code yet") for check in wanted}
@@ -291,16 +317,20 @@ class Checker:
                 try:
                     found = run_checks(code, missing, exercises, self.sandbox)
                 except Problem as problem:  # not kept: the next run tries again
-                    return {(p, k): self.known(state, p, k) or (False, str(problem)) for p, k in wanted}
+                    return {(p, k): self.known(state, p, k) or (False, str(problem)) for p,
+                            k in wanted}
             with self.lock:
                 for p, k in wanted:
                     if p in missing:
-                        self.results[self.key(state, p, k)] = found.get((p, k), (False, "the check did not run"))
+                        self.results[self.key(state, p, k)] = found.get(
+                            (p, k), (False, "the check did not run")
+                        )
                         self.fresh.add(self.key(state, p, k))
         return {(p, k): self.known(state, p, k) for p, k in wanted}
 
     def known(self, state, phase, exercise):
-        if exercise is None and phase <= state.done:  # the course's own code passes its phase's check, and earlier
+        if exercise is None and phase <= state.done:
+            # the course's own code passes its phase's check, and earlier
             return True, ""
         with self.lock:
             found = self.results.get(self.key(state, phase, exercise))
@@ -322,7 +352,8 @@ def git_bytes(repo, *args):
     return done.stdout
 
 
-# ---- one learner ---------------------------------------------------------------------------------------------
+# ---- one learner
+# ---------------------------------------------------------------------------------------------
 
 @functools.cache
 def reference_code():
@@ -340,9 +371,10 @@ def code_files(paths):
 
 
 class State:
-    """A commit and the state of the learner's code in it: the top-level .py files but the course's, as blobs.
-    done: when that is the code of one of the course's checkpoints (v0.5-contracts: phase 4's),
-    that phase; the course's code passes the checks of its phase and those before: none need run."""
+    """A commit and the state of the learner's code in it: the top-level .py files but the course's,
+    as blobs. done: when that is the code of one of the course's checkpoints (v0.5-contracts: phase
+    4's), that phase; the course's code passes the checks of its phase and those before: none need
+    run."""
 
     def __init__(self, repo, line):
         self.commit, seconds = line.split()[:2]
@@ -350,14 +382,17 @@ class State:
         listing = git(repo, "ls-tree", self.commit)  # "100644 blob <id>\tbackend.py"
         self.files = tuple(sorted((name, entry.split()[2]) for entry, name in
                                   (line.split("\t", 1) for line in listing.splitlines())
-                                  if entry.split()[1] == "blob" and name.endswith(".py") and name not in COURSE_FILES))
+                                  if entry.split()[1] == "blob" and name.endswith(".py")
+                                  and name not in COURSE_FILES))
         self.done = reference_code().get(self.files, -1) if self.files else -1
         self.reference = self.done >= 0
         self.key = hashlib.sha256(repr(self.files).encode()).hexdigest()[:16]
 
     def date(self):
         """Example: "2026-03-02 10:00" (UTC)"""
-        return datetime.datetime.fromtimestamp(self.time, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
+        return datetime.datetime.fromtimestamp(self.time, datetime.timezone.utc).strftime(
+            "%Y-%m-%d %H:%M"
+        )
 
     def when(self):
         """Example: "2026-03-02 10:00 1a2b3c4", or "reference" for a commit of the course's code."""
@@ -365,7 +400,8 @@ class State:
 
 
 def history(repo, latest):
-    """The commits leading to latest (first parents), oldest first, one for each run of the same code."""
+    """The commits leading to latest (first parents), oldest first, one for each run of the same
+    code."""
     states = []
     log = git(repo, "log", "--first-parent", "--reverse", "--format=%H %ct", latest)
     for line in log.splitlines():
@@ -376,12 +412,13 @@ def history(repo, latest):
 
 
 def first_green(checker, repo, states, phase, lo=0):
-    """The index of the first state where phase's check passes, the last one passing. It assumes that a phase,
-    once green, stays green, and that phases go green in order: the search starts at lo, where the phase before
-    went green, and gallops (lo, lo+1, lo+2, lo+4, ...) to the first state that passes, then bisects back to the
-    last that failed. A phase usually goes green a few commits after the one before, and a check that fails is
-    quick where one that passes runs whole: so few states pass through the check, and one or two of them pass.
-    If the state before lo passes too, the search goes on before it."""
+    """The index of the first state where phase's check passes, the last one passing. It assumes
+    that a phase, once green, stays green, and that phases go green in order: the search starts at
+    lo, where the phase before went green, and gallops (lo, lo+1, lo+2, lo+4, ...) to the first
+    state that passes, then bisects back to the last that failed. A phase usually goes green a few
+    commits after the one before, and a check that fails is quick where one that passes runs whole:
+    so few states pass through the check, and one or two of them pass. If the state before lo passes
+    too, the search goes on before it."""
     last, red, probe = len(states) - 1, lo - 1, lo
     while probe < last and not checker.passes(repo, states[probe], phase):
         red, probe = probe, min(lo + (2 * (probe - lo) or 1), last)
@@ -392,13 +429,15 @@ def first_green(checker, repo, states, phase, lo=0):
             green = middle
         else:
             red = middle
-    if green == lo > 0 and checker.passes(repo, states[lo - 1], phase):  # green before the phase before it
+    if green == lo > 0 and checker.passes(repo, states[lo - 1], phase):
+        # green before the phase before it
         return first_green(checker, repo, states[:lo], phase)
     return green
 
 
 def open_repository(source, scratch):
-    """A git directory to read the learner's commits from: the folder itself, or a bare clone of the URL."""
+    """A git directory to read the learner's commits from: the folder itself, or a bare clone of the
+    URL."""
     if Path(source).is_dir():
         try:
             git(source, "rev-parse", "--git-dir")
@@ -417,14 +456,15 @@ def open_repository(source, scratch):
 
 def check_learner(source, name, phases, args, checker, known):
     """One row of the report: the learner's latest commit, checked."""
-    row = {"learner": name, "repository": source, "checks": {}, "exercises": {}, "green": {}, "tampered": [],
-           "problem": "", "seconds": 0.0}
+    row = {"learner": name, "repository": source, "checks": {}, "exercises": {}, "green": {},
+           "tampered": [], "problem": "", "seconds": 0.0}
     started = time.monotonic()
     try:
         with tempfile.TemporaryDirectory() as scratch:
             repo = open_repository(source, scratch)
             try:
-                latest = git(repo, "rev-parse", "--verify", "--quiet", f"{args.branch or 'HEAD'}^{{commit}}").strip()
+                latest = git(repo, "rev-parse", "--verify", "--quiet",
+                             f"{args.branch or 'HEAD'}^{{commit}}").strip()
             except Problem:
                 raise Problem(f"no commit on {args.branch or 'HEAD'} yet") from None
             states = history(repo, latest)
@@ -434,7 +474,8 @@ def check_learner(source, name, phases, args, checker, known):
             failed = [p for p in phases if not row["checks"][(p, None)][0]]
             row["checks"].update(checker.check(repo, states[-1], failed, again=True))
             with_exercises = [p for p in phases if exercises_of(p)]
-            for (phase, exercise), (passed, _) in checker.check(repo, states[-1], with_exercises, True).items():
+            for (phase, exercise), (passed, _) in checker.check(repo, states[-1], with_exercises,
+                                                                True).items():
                 row["exercises"].setdefault(phase, [])
                 if passed:
                     row["exercises"][phase].append(exercise)
@@ -446,14 +487,16 @@ def check_learner(source, name, phases, args, checker, known):
             row["tampered"] = tampered(repo, latest, known)
     except Problem as problem:
         row["problem"] = str(problem)
-    except Exception as error:  # the row says what went wrong; the other learners are still reported
+    except Exception as error:
+        # the row says what went wrong; the other learners are still reported
         row["problem"] = f"the report failed on this repository: {type(error).__name__}: {error}"
     row["seconds"] = round(time.monotonic() - started, 1)
     return row
 
 
 def tampered(repo, commit, known):
-    """The check files in commit that match no version of the course's: ["tests/checkpoints/x.py (edited)", ...]."""
+    """The check files in commit that match no version of the course's: ["tests/checkpoints/x.py
+    (edited)", ...]."""
     found = []
     for line in git(repo, "ls-tree", "-r", commit).splitlines():
         entry, path = line.split("\t", 1)
@@ -462,7 +505,8 @@ def tampered(repo, commit, known):
     return found
 
 
-# ---- what the instructor reads -------------------------------------------------------------------------------
+# ---- what the instructor reads
+# -------------------------------------------------------------------------------
 
 def points_of_phases():
     """{phase: points} as the GitHub Classroom workflow counts them: each grader's max-score, the
@@ -515,9 +559,11 @@ def table(rows, phases, points):
 
 
 def grid(rows, phases):
-    """The report on the terminal: a line for each learner, then when each phase first went green."""
+    """The report on the terminal: a line for each learner, then when each phase first went
+    green."""
     width = max([len(row["learner"]) for row in rows] + [7])
-    out = [f"{'learner':{width}}  commit   " + "".join(f"{'phase ' + str(p):10}" for p in phases) + "tampered"]
+    out = ([f"{'learner':{width}}  commit   " + "".join(f"{'phase ' + str(p):10}"
+                                                        for p in phases) + "tampered"])
     for row in rows:
         cells = []
         for phase in phases:
@@ -530,7 +576,8 @@ def grid(rows, phases):
     out.append(f"\nfirst green (UTC; reference: the course's own code)\n{'learner':{width}}  " +
                "".join(f"{'phase ' + str(p):26}" for p in phases))
     for row in rows:
-        out.append(f"{row['learner']:{width}}  " + "".join(f"{row['green'].get(p, ''):26}" for p in phases))
+        out.append(f"{row['learner']:{width}}  " + "".join(f"{row['green'].get(p, ''):26}"
+                                                           for p in phases))
     return "\n".join(line.rstrip() for line in out)
 
 
@@ -635,20 +682,27 @@ def learners(args, parser):
                   if line.strip() and not line.lstrip().startswith("#")]
     if not given:
         parser.error("name at least one repository, or --list FILE")
-    return [(source, name or Path(source.rstrip("/\\")).name.removesuffix(".git")) for source, name in given]
+    return [(source, name or Path(source.rstrip("/\\")).name.removesuffix(".git")) for source,
+            name in given]
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="Check learners' repositories with the course's own checks.")
+    parser = (argparse.ArgumentParser(description="Check learners' repositories with the "
+                                                  "course's own checks."))
     parser.add_argument("repos", nargs="*", metavar="REPO", help="a learner's folder or clone URL")
-    parser.add_argument("--list", metavar="FILE", help='a file naming one repository a line: "REPO [NAME]"')
+    parser.add_argument("--list", metavar="FILE",
+                        help='a file naming one repository a line: "REPO [NAME]"')
     parser.add_argument("--csv", metavar="FILE", help="write the report as CSV too")
     parser.add_argument("--html", metavar="FILE", help="write the report as one HTML page too")
-    parser.add_argument("--jobs", type=int, default=JOBS, help=f"repositories checked at a time (default {JOBS})")
-    parser.add_argument("--phases", default=f"0-{len(checkpoints()) - 1}", help="which phases, e.g. 0-5 or 2,3")
+    parser.add_argument("--jobs", type=int, default=JOBS,
+                        help=f"repositories checked at a time (default {JOBS})")
+    parser.add_argument("--phases", default=f"0-{len(checkpoints()) - 1}",
+                        help="which phases, e.g. 0-5 or 2,3")
     parser.add_argument("--branch", help="check this branch's latest commit, not HEAD's")
-    parser.add_argument("--no-history", action="store_true", help="skip when each phase first went green")
-    parser.add_argument("--cache", metavar="FILE", help="keep the results here, to check only new code next time")
+    parser.add_argument("--no-history", action="store_true",
+                        help="skip when each phase first went green")
+    parser.add_argument("--cache", metavar="FILE",
+                        help="keep the results here, to check only new code next time")
     args = parser.parse_args(argv)
     try:
         phases = phase_numbers(args.phases)
@@ -663,13 +717,16 @@ def main(argv=None):
               "your files", file=sys.stderr, flush=True)
     checker, known, points = Checker(args.cache, sandbox), known_check_files(), points_of_phases()
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        rows = list(pool.map(lambda pair: check_learner(*pair, phases, args, checker, known), sources))
+        rows = (list(pool.map(lambda pair: check_learner(*pair, phases, args, checker, known),
+                              sources)))
     checker.save()
     print(grid(rows, phases))
     seconds = time.time() - started
     print(f"\n{len(rows)} repositories in {seconds:.0f} s, {args.jobs} at a time "
           f"({sum(r['seconds'] for r in rows) / len(rows):.0f} s each on average)")
-    made = datetime.datetime.fromtimestamp(started, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    made = datetime.datetime.fromtimestamp(started, datetime.timezone.utc).strftime(
+        "%Y-%m-%d %H:%M"
+    )
     try:
         if args.csv:
             with open(args.csv, "w", newline="", encoding="utf-8") as out:

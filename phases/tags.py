@@ -1,5 +1,5 @@
-"""Build the course tags from the phase checkpoints, touching none of your files; or start a phase on a branch of
-your own.
+"""Build the course tags from the phase checkpoints, touching none of your files; or start a phase
+on a branch of your own.
 
 Run:  python phases/tags.py              builds v0.0-start, v0.1-hello, v0.2-loop, ...
                                          (then: git diff v0.2-loop v0.3-guardrails)
@@ -18,20 +18,23 @@ ROOT = Path(__file__).resolve().parents[1]
 START = "v0.0-start"
 AUTHOR = {"GIT_AUTHOR_NAME": "course", "GIT_AUTHOR_EMAIL": "course@example.invalid",
           "GIT_AUTHOR_DATE": "2026-01-01T00:00:00+00:00", "GIT_COMMITTER_NAME": "course",
-          "GIT_COMMITTER_EMAIL": "course@example.invalid", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00+00:00"}
+          "GIT_COMMITTER_EMAIL": "course@example.invalid",
+          "GIT_COMMITTER_DATE": "2026-01-01T00:00:00+00:00"}
 # Who makes a phase's start on top of your commits: the course, dated now (your history in order).
 NOW = {name: value for name, value in AUTHOR.items() if not name.endswith("_DATE")}
 
 
 def git(*args, env=None, check=True):
-    result = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    result = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                            env={**os.environ, **(env or {})})
     if check and result.returncode != 0:
         sys.exit(f"git {' '.join(args)} failed: {result.stderr.strip()}")
     return result.stdout.strip()
 
 
 def names(tree):
-    """Names in a committed folder, e.g. names("HEAD:phases") -> ["00-hello", "01-loop", "tags.py"]."""
+    """Names in a committed folder, e.g. names("HEAD:phases") -> ["00-hello", "01-loop",
+    "tags.py"]."""
     return git("ls-tree", "--name-only", tree).splitlines()
 
 
@@ -42,10 +45,11 @@ def tag_name(phase):
 
 
 def build_tree(phase, files):
-    """HEAD's tree with the top-level code files taken from phases/<phase>/ (removed where it has none; phase None
-    removes them all)."""
+    """HEAD's tree with the top-level code files taken from phases/<phase>/ (removed where it has
+    none; phase None removes them all)."""
     with tempfile.TemporaryDirectory() as scratch:
-        index = {"GIT_INDEX_FILE": os.path.join(scratch, "index")}  # a private index: yours is untouched
+        # a private index: yours is untouched
+        index = {"GIT_INDEX_FILE": os.path.join(scratch, "index")}
         git("read-tree", "HEAD", env=index)
         for name in sorted(files):
             if phase and name in names(f"HEAD:phases/{phase}"):
@@ -58,7 +62,8 @@ def build_tree(phase, files):
 
 def title(phase):
     """The lesson's first line without the '#', e.g. "Phase 1: the loop"."""
-    lesson = git("show", f"HEAD:phases/{phase}/README.md") if "README.md" in names(f"HEAD:phases/{phase}") else ""
+    lesson = (git("show", f"HEAD:phases/{phase}/README.md")
+              if "README.md" in names(f"HEAD:phases/{phase}") else "")
     return (lesson.splitlines() or [phase])[0].lstrip("# ").strip()
 
 
@@ -119,7 +124,8 @@ def start(number, branch=None):
     tag = START if number == 0 else tag_name(phases()[number - 1])
     where = tag if is_the_course() else on_top(number, tag)
     branch = branch or f"my-phase-{number}"
-    switched = subprocess.run(["git", "switch", "-c", branch, where], cwd=ROOT, capture_output=True, text=True)
+    switched = subprocess.run(["git", "switch", "-c", branch, where], cwd=ROOT, capture_output=True,
+                              text=True)
     if switched.returncode != 0:
         sys.exit(f"could not start {branch} at {tag}: {switched.stderr.strip()}\n(commit or stash "
                  f"your changes first; if {branch} exists, `git switch {branch}` returns to it, or "

@@ -1,9 +1,11 @@
 """The agent loop: send the task, run the tools the model asks for, send back the results, repeat.
 run(task) returns the answer and prints nothing; cli.py, the front door, shows what it does.
 
-Run:  python harness.py "List the files here, then read backend.py and tell me which model it calls."
-      python harness.py --backend groq --model openai/gpt-oss-20b "What does README.md say?"
+Run:
+    python harness.py "List the files here, then read backend.py and tell me which model it calls."
+    python harness.py --backend groq --model openai/gpt-oss-20b "What does README.md say?"
 """
+
 import json
 
 from backend import chat, choose
@@ -35,18 +37,21 @@ def run(task, backend=None, on_call=ignore):
 
 
 def assistant_message(message):
-    """Rebuild the model's reply with only the fields every server accepts back (no 'reasoning' and such)."""
+    """Rebuild the model's reply with only the fields every server accepts back (no 'reasoning' and
+    such)."""
     reply = {"role": "assistant", "content": message.content or ""}
     if message.tool_calls:
         reply["tool_calls"] = [
             {"id": call.id, "type": "function",
-             "function": {"name": call.function.name, "arguments": valid_json(call.function.arguments)}}
+             "function": {"name": call.function.name,
+                          "arguments": valid_json(call.function.arguments)}}
             for call in message.tool_calls]
     return reply
 
 
 def valid_json(text):
-    """The arguments to send back: the model's own if they parse, else "{}" (servers reject broken JSON)."""
+    """The arguments to send back: the model's own if they parse, else "{}" (servers reject broken
+    JSON)."""
     try:
         json.loads(text)
         return text
@@ -55,7 +60,8 @@ def valid_json(text):
 
 
 def run_tool(call):
-    """Run one tool call; every failure becomes an 'error: ...' result the model can read and act on."""
+    """Run one tool call; every failure becomes an 'error: ...' result the model can read and act
+    on."""
     name = call.function.name
     if name not in REGISTRY:
         return f"error: there is no tool called {name!r}. The tools are: {', '.join(REGISTRY)}."
@@ -68,7 +74,8 @@ def run_tool(call):
         return "error: the arguments must be a JSON object, e.g. {\"path\": \"README.md\"}."
     try:
         return REGISTRY[name]["function"](**args)
-    except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
+    except Exception as error:
+        # the tool boundary: the model caused it, so the model hears about it
         return f"error: {name} failed: {type(error).__name__}: {error}"
 
 

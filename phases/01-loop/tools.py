@@ -1,5 +1,5 @@
-"""The tools the model may call: REGISTRY holds each one as one entry (the function that runs it, and what the model
-is told), and TOOLS is what the model is sent.
+"""The tools the model may call: REGISTRY holds each one as one entry (the function that runs it,
+and what the model is told), and TOOLS is what the model is sent.
 
 Try one:  python -c "import tools; print(tools.list_dir('.'))"
 The schemas are written by hand, for the model: it reads the descriptions to decide what to call.
@@ -7,7 +7,8 @@ The schemas are written by hand, for the model: it reads the descriptions to dec
 import subprocess
 from pathlib import Path
 
-MAX_CHARS = 4000  # longest result sent back to the model; one huge file must not flood the conversation
+# longest result sent back to the model; one huge file must not flood the conversation
+MAX_CHARS = 4000
 
 
 def truncate(text, limit=MAX_CHARS):
@@ -38,14 +39,18 @@ def run_shell(command):
     return truncate(f"exit code {result.returncode}\n{result.stdout}{result.stderr}")
 
 
-REGISTRY = {  # every tool, by the name the model calls it: the function that runs a call, and what the model reads
+# every tool, by the name the model calls it: the function that runs a call, and what the model
+# reads
+REGISTRY = {
     "read_file": {
         "function": read_file,
-        "description": "Read a text file and return its contents. Long files are cut after 4000 characters. "
-                       "Use a path relative to the current directory, such as README.md or src/app.py.",
+        "description": "Read a text file and return its contents. Long files are cut after 4000 "
+                       "characters. Use a path relative to the current directory, such as "
+                       "README.md or src/app.py.",
         "parameters": {
             "type": "object",
-            "properties": {"path": {"type": "string", "description": "The file to read, e.g. README.md"}},
+            "properties": {"path": {"type": "string",
+                                    "description": "The file to read, e.g. README.md"}},
             "required": ["path"],
         },
     },
@@ -55,14 +60,16 @@ REGISTRY = {  # every tool, by the name the model calls it: the function that ru
                        "Call this first to see what exists before you read anything.",
         "parameters": {
             "type": "object",
-            "properties": {"path": {"type": "string", "description": "The directory; '.' is the current one"}},
+            "properties": {"path": {"type": "string",
+                                    "description": "The directory; '.' is the current one"}},
             "required": [],
         },
     },
     "run_shell": {
         "function": run_shell,
-        "description": "Run a shell command in the current directory and return its exit code and output. "
-                       "Use it for what the other tools cannot do, e.g. `git log -3` or `python --version`.",
+        "description": "Run a shell command in the current directory and return its exit code and "
+                       "output. Use it for what the other tools cannot do, e.g. `git log -3` or "
+                       "`python --version`.",
         "parameters": {
             "type": "object",
             "properties": {"command": {"type": "string", "description": "The command line to run"}},
@@ -71,4 +78,5 @@ REGISTRY = {  # every tool, by the name the model calls it: the function that ru
     },
 }
 TOOLS = [{"type": "function", "function": {"name": name, "description": tool["description"],
-                                            "parameters": tool["parameters"]}} for name, tool in REGISTRY.items()]
+                                            "parameters": tool["parameters"]}} for name,
+         tool in REGISTRY.items()]

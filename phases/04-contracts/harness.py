@@ -1,11 +1,15 @@
 """The agent loop: send the task, run the tools the model asks for, send back the results, repeat.
-run(task) returns the answer and prints nothing; cli.py, the front door, shows what it does and asks you.
+run(task) returns the answer and prints nothing; cli.py, the front door, shows what it does and asks
+you.
 
-Run:  python harness.py "List the files here, then read backend.py and tell me which model it calls."
-      python harness.py --workspace play "Run `rm notes.txt`"      (asks you first; --yes says yes)
-The model proposes; plan() in tools.py decides what runs at once, what asks you first, and what never runs;
-every command runs in the system's sandbox (shell.py), and no result carries a secret the harness knows.
+Run:
+    python harness.py "List the files here, then read backend.py and tell me which model it calls."
+    python harness.py --workspace play "Run `rm notes.txt`"      (asks you first; --yes says yes)
+The model proposes; plan() in tools.py decides what runs at once, what asks you first, and what
+never runs; every command runs in the system's sandbox (shell.py), and no result carries a secret
+the harness knows.
 """
+
 import json
 
 import guards
@@ -24,9 +28,10 @@ def ignore(*args):
 
 def run(task, backend=None, approve=ignore, policy=None, on_call=ignore):
     """Run one task to the end; return the model's answer, or None when MAX_STEPS ran out first.
-    approve(question) decides the calls that need a person: only True means yes (by default no one is asked,
-    so none runs). policy says what the run may touch and what it asks (default: guards.policy(), the current
-    folder). on_call(step, name, arguments) hears of each call before it runs: the command line prints it."""
+    approve(question) decides the calls that need a person: only True means yes (by default no one
+    is asked, so none runs). policy says what the run may touch and what it asks (default:
+    guards.policy(), the current folder). on_call(step, name, arguments) hears of each call before
+    it runs: the command line prints it."""
     backend, policy = backend or choose(), policy or guards.policy()
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}]
     for step in range(1, MAX_STEPS + 1):
@@ -36,23 +41,27 @@ def run(task, backend=None, approve=ignore, policy=None, on_call=ignore):
             return message.content or ""
         for call in message.tool_calls:  # one tool message per call, carrying the call's id
             on_call(step, call.function.name, call.function.arguments)
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": run_tool(call, approve, policy)})
+            messages.append({"role": "tool", "tool_call_id": call.id,
+                             "content": run_tool(call, approve, policy)})
     return None
 
 
 def assistant_message(message):
-    """Rebuild the model's reply with only the fields every server accepts back (no 'reasoning' and such)."""
+    """Rebuild the model's reply with only the fields every server accepts back (no 'reasoning' and
+    such)."""
     reply = {"role": "assistant", "content": message.content or ""}
     if message.tool_calls:
         reply["tool_calls"] = [
             {"id": call.id, "type": "function",
-             "function": {"name": call.function.name, "arguments": valid_json(call.function.arguments)}}
+             "function": {"name": call.function.name,
+                          "arguments": valid_json(call.function.arguments)}}
             for call in message.tool_calls]
     return reply
 
 
 def valid_json(text):
-    """The arguments to send back: the model's own if they parse, else "{}" (servers reject broken JSON)."""
+    """The arguments to send back: the model's own if they parse, else "{}" (servers reject broken
+    JSON)."""
     try:
         json.loads(text)
         return text
@@ -61,19 +70,25 @@ def valid_json(text):
 
 
 def run_tool(call, approve, policy):
-    """Run one tool call: its arguments checked against its schema, then as plan() decides, asking first where it
-    says so. Every failure becomes an 'error: ...' result the model can read and act on."""
+    """Run one tool call: its arguments checked against its schema, then as plan() decides, asking
+    first where it says so. Every failure becomes an 'error: ...' result the model can read and act
+    on."""
     name = call.function.name
     try:
         args = check_call(name, call.function.arguments)  # first: it knows no tool by that name
         action, question = plan(policy, REGISTRY[name], args)
-        asked = question and REGISTRY[name]["kind"] not in policy.unasked  # not approved in advance (--yes)
-        if asked and approve(question) is not True:  # only a yes is a yes: not 1, not "yes", not None
-            return "error: the user declined this call; do not try it again, find another way or answer"
-        return truncate(mask(policy, str(action())))  # masked before it is cut: a cut could split a secret
+        # not approved in advance (--yes)
+        asked = question and REGISTRY[name]["kind"] not in policy.unasked
+        if asked and approve(question) is not True:
+            # only a yes is a yes: not 1, not "yes", not None
+            return ("error: the user declined this call; do not try it again, find "
+                    "another way or answer")
+        # masked before it is cut: a cut could split a secret
+        return truncate(mask(policy, str(action())))
     except ToolError as error:  # refused: the message says why
         return truncate(f"error: {error}")
-    except Exception as error:  # the tool boundary: the model caused it, so the model hears about it
+    except Exception as error:
+        # the tool boundary: the model caused it, so the model hears about it
         return f"error: {name} failed: {type(error).__name__}: {error}"
 
 

@@ -1,4 +1,5 @@
-"""Send one request with the tools and print the model's reply raw: its text and the tool calls it asks for.
+"""Send one request with the tools and print the model's reply raw: its text and the tool calls it
+asks for.
 
 Run:  python probe.py
       python probe.py "Read README.md"

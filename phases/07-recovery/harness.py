@@ -1,12 +1,15 @@
 """The agent loop: send the task, run the tools the model asks for, send back the results, repeat.
-run(task) returns a Result and prints nothing; cli.py, the front door, shows what it does and asks you.
+run(task) returns a Result and prints nothing; cli.py, the front door, shows what it does and asks
+you.
 
-Run:  python harness.py "List the files here, then read backend.py and tell me which model it calls."
-      python harness.py --deadline 60 --trace run.jsonl "Run `make test` and tell me what failed"
-The model proposes; plan() in tools.py decides what runs at once, what asks you first, and what never runs.
-Every run ends with a status: answered, the budget that ran out first, or what went wrong (cli.py makes it an
-exit code).
+Run:
+    python harness.py "List the files here, then read backend.py and tell me which model it calls."
+    python harness.py --deadline 60 --trace run.jsonl "Run `make test`; what failed?"
+The model proposes; plan() in tools.py decides what runs at once, what asks you first, and what
+never runs. Every run ends with a status: answered, the budget that ran out first, or what went
+wrong (cli.py makes it an exit code).
 """
+
 import time
 
 STARTED = time.monotonic()  # --deadline counts from here: the imports below take most of a second
@@ -26,15 +29,18 @@ from tools import MAX_COMMAND, REGISTRY, TOOLS, BadCall, check_call, plan, trunc
 MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
 MAX_TOOL_CALLS = 30  # tool calls per task, refused ones included
 CHARS_PER_TOKEN = 4  # to estimate tokens when a server does not count them
-GRACE = 1  # seconds past the deadline that a command stopped by it (or the run's report) has to finish
-SAME_CALL_LIMIT = 3  # the same call in this many turns in a row: the model is told; once more and the run stops
+# seconds past the deadline that a command stopped by it (or the run's report) has to finish
+GRACE = 1
+# the same call in this many turns in a row: the model is told; once more and the run stops
+SAME_CALL_LIMIT = 3
 SYSTEM = ("You are a careful assistant working in the user's workspace directory. "
           "Use the tools to look at the files before you answer, then answer briefly.")
 EMPTY_ANSWER = "Your reply was empty. Answer the task in words, or call a tool."
 
 
 def ignore(*args, **fields):
-    """A hook nobody gave: it shows nothing, records nothing, and approves nothing (None is no yes)."""
+    """A hook nobody gave: it shows nothing, records nothing, and approves nothing (None is no
+    yes)."""
 
 
 @dataclass
@@ -42,15 +48,17 @@ class Limits:
     """The budgets of one run; None means no limit."""
     max_steps: int = MAX_STEPS
     max_tool_calls: int = MAX_TOOL_CALLS
-    max_tokens: int | None = None  # tokens as the server counts them (estimated when it sends no count)
+    # tokens as the server counts them (estimated when it sends no count)
+    max_tokens: int | None = None
     deadline: float | None = None  # seconds of wall-clock time, from the run's start
 
 
 @dataclass
 class Result:
-    """One run, as it goes and when it is over: what it was given (who answers, what it may touch, its budgets,
-    the functions it calls to show a call, ask and record) and what it did. run() fills it and returns it:
-    status says how it ended; messages is the whole conversation, ready to read or to continue."""
+    """One run, as it goes and when it is over: what it was given (who answers, what it may touch,
+    its budgets, the functions it calls to show a call, ask and record) and what it did. run() fills
+    it and returns it: status says how it ended; messages is the whole conversation, ready to read
+    or to continue."""
     backend: dict = None  # choose()'s: who answers
     policy: guards.Policy = None  # what it may touch, and what it asks about
     limits: Limits = field(default_factory=Limits)
@@ -59,35 +67,41 @@ class Result:
     on_call: object = ignore  # on_call(step, name, arguments): a call, before it is decided
     on_note: object = ignore  # on_note(text): a retry, a fallback
     record: object = ignore  # record(kind, **fields): each step, for a trace
-    status: str = "running"  # then answered, or what ended it: step_limit, deadline, provider_error, ...
+    # then answered, or what ended it: step_limit, deadline, provider_error, ...
+    status: str = "running"
     answer: str = ""
     error: str = ""  # what went wrong, in words, when the status is not answered
     steps: int = 0
     tool_calls: int = 0
-    usage: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})
+    usage: dict = (field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0,
+                                                  "total_tokens": 0}))
     seconds: float = 0.0
     messages: list = field(default_factory=list)
-    recent: list = field(default_factory=list)  # each turn's calls, by meaning, to see a model going round
+    # each turn's calls, by meaning, to see a model going round
+    recent: list = field(default_factory=list)
 
 
 class Stop(Exception):
-    """Ends the run with a status, e.g. Stop("step_limit") or Stop("output_error", "the trace file is full")."""
+    """Ends the run with a status, e.g. Stop("step_limit") or Stop("output_error", "the trace file
+    is full")."""
 
     def __init__(self, status, error=""):
         super().__init__(error or status)
         self.status, self.error = status, error
 
 
-def run(task, backend=None, approve=ignore, limits=None, started=None, history=None, policy=None, on_call=ignore,
-        on_note=ignore, record=ignore):
-    """Run one task until it ends, and return a Result whose status says how it ended. approve(question)
-    decides the calls that need a person (only True means yes; by default none); limits is a Limits; started
-    the time.monotonic() the deadline counts from (default: now); history an earlier result.messages to go on
-    from; policy says what the run may touch (default: guards.policy()). on_call, on_note, record: see Result."""
+def run(task, backend=None, approve=ignore, limits=None, started=None, history=None, policy=None,
+        on_call=ignore, on_note=ignore, record=ignore):
+    """Run one task until it ends, and return a Result whose status says how it ended.
+    approve(question) decides the calls that need a person (only True means yes; by default none);
+    limits is a Limits; started the time.monotonic() the deadline counts from (default: now);
+    history an earlier result.messages to go on from; policy says what the run may touch (default:
+    guards.policy()). on_call, on_note, record: see Result."""
     limits, started = limits or Limits(), started or time.monotonic()
-    result = Result(backend, policy or guards.policy(), limits, limits.deadline and started + limits.deadline,
-                    approve, on_call, on_note, record,
-                    messages=[*(history or [{"role": "system", "content": SYSTEM}]), {"role": "user", "content": task}])
+    result = Result(backend, policy or guards.policy(), limits,
+                    limits.deadline and started + limits.deadline, approve, on_call, on_note,
+                    record, messages=[*(history or [{"role": "system", "content": SYSTEM}]),
+                                      {"role": "user", "content": task}])
     try:
         result.backend = backend or choose()
         record("start", task=task, backend=result.backend["name"], model=result.backend["model"])
@@ -99,29 +113,32 @@ def run(task, backend=None, approve=ignore, limits=None, started=None, history=N
         result.status, result.error = "provider_error", str(error)
     except KeyboardInterrupt:
         result.status = "interrupted"
-    except Exception as error:  # a fault of ours, or of a library's: the run still ends with a status and a record
+    except Exception as error:
+        # a fault of ours, or of a library's: the run still ends with a status and a record
         result.status, result.error = "internal_error", f"{type(error).__name__}: {error}"
     return finish(result, started)
 
 
 def finish(result, started):
-    """End a run, however it ended: every command stopped, every call answered, the end recorded. A record that
-    fails says so in the error; the run keeps its own status."""
+    """End a run, however it ended: every command stopped, every call answered, the end recorded. A
+    record that fails says so in the error; the run keeps its own status."""
     for process in list(shell.RUNNING):  # nothing a command started outlives the run
         shell.stop(process)
     result.seconds = round(time.monotonic() - started, 3)
     if result.status != "answered":  # an answered run has every call answered
         answer_every_call(result)
     try:
-        result.record("end", status=result.status, answer=result.answer, error=result.error, steps=result.steps,
-                      tool_calls=result.tool_calls, usage=result.usage, seconds=result.seconds)
+        result.record("end", status=result.status, answer=result.answer, error=result.error,
+                      steps=result.steps, tool_calls=result.tool_calls, usage=result.usage,
+                      seconds=result.seconds)
     except Stop as stop:  # the trace itself failed: say so, and keep the run's own status
         result.error = result.error or stop.error
     return result
 
 
 def loop(result):
-    """The phase 1 loop, its steps named: check the budgets, ask the model, keep its reply, run its calls."""
+    """The phase 1 loop, its steps named: check the budgets, ask the model, keep its reply, run its
+    calls."""
     while True:
         check_budgets(result)
         message = ask(result)
@@ -138,7 +155,8 @@ def loop(result):
 
 
 def check_budgets(result):
-    """Every budget, decided in one place before each request: raises Stop naming the one that ran out."""
+    """Every budget, decided in one place before each request: raises Stop naming the one that ran
+    out."""
     limits = result.limits
     if result.deadline and time.monotonic() >= result.deadline:
         raise Stop("deadline")
@@ -151,31 +169,39 @@ def check_budgets(result):
 
 
 def ask(result):
-    """One model reply, waited for until the deadline; its tokens counted, its call ids made unique, its record
-    traced. A reply cut short, filtered or refused ends the run with that status, and nothing in it runs."""
+    """One model reply, waited for until the deadline; its tokens counted, its call ids made unique,
+    its record traced. A reply cut short, filtered or refused ends the run with that status, and
+    nothing in it runs."""
     result.steps += 1
     asked = time.monotonic()
     response = within(result.deadline, "the model", partial(chat, result.messages, tools=TOOLS,
-                                                             backend=result.backend, on_note=result.on_note))
+                                                             backend=result.backend,
+                                                            on_note=result.on_note))
     message, finish = response.choices[0].message, response.choices[0].finish_reason
     used = {m.get("tool_call_id") for m in result.messages}
-    for call in message.tool_calls or []:  # a server may send an empty id, or one used before: the next
+    for call in message.tool_calls or []:
+        # a server may send an empty id, or one used before: the next
         if not call.id or call.id in used:  # request would then break the API's pairing rules
             call.id = f"call_{os.urandom(8).hex()}"
         used.add(call.id)
     usage = {"prompt_tokens": len(json.dumps(result.messages)) // CHARS_PER_TOKEN,
              "completion_tokens": len(json.dumps(assistant_message(message))) // CHARS_PER_TOKEN}
     if response.usage and response.usage.total_tokens:  # the server's own count, when it sends one
-        usage = {"prompt_tokens": response.usage.prompt_tokens, "completion_tokens": response.usage.completion_tokens}
+        usage = {"prompt_tokens": response.usage.prompt_tokens,
+                 "completion_tokens": response.usage.completion_tokens}
     usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
     for name in result.usage:
         result.usage[name] += usage[name]
-    ending = "refused" if message.refusal else {"length": "incomplete", "content_filter": "content_filter"}.get(finish)
-    calls = [] if ending else [call.id for call in message.tool_calls or []]  # an ending reply's calls never run
+    ending = ("refused" if message.refusal
+              else {"length": "incomplete", "content_filter": "content_filter"}.get(finish))
+    # an ending reply's calls never run
+    calls = [] if ending else [call.id for call in message.tool_calls or []]
     result.record("reply", step=result.steps, finish_reason=finish, content=message.content,
-                          refusal=message.refusal, calls=calls, usage=usage, seconds=round(time.monotonic() - asked, 3))
+                          refusal=message.refusal, calls=calls, usage=usage,
+                  seconds=round(time.monotonic() - asked, 3))
     if ending:
-        result.messages.append({"role": "assistant", "content": message.content or ""})  # no half-written calls
+        # no half-written calls
+        result.messages.append({"role": "assistant", "content": message.content or ""})
         result.answer = message.content or message.refusal or ""
         raise Stop(ending, f"the model refused: {message.refusal}" if message.refusal else
                    f"the reply ended with finish_reason {finish!r}, so nothing in it was run")
@@ -183,21 +209,24 @@ def ask(result):
 
 
 def run_tools(result, calls):
-    """Run one reply's tool calls: each checked and decided once; then the unasked ones run side by side, then the
-    approved ones, so nothing a person agreed to changes what the others were checked against. Each gets a tool
-    message, and a record saying whether it failed."""
+    """Run one reply's tool calls: each checked and decided once; then the unasked ones run side by
+    side, then the approved ones, so nothing a person agreed to changes what the others were checked
+    against. Each gets a tool message, and a record saying whether it failed."""
     checked = {}
-    for call in calls:  # each call held to its schema once; one that breaks it keeps the BadCall that says how
+    for call in calls:
+        # each call held to its schema once; one that breaks it keeps the BadCall that says how
         try:
             checked[call.id] = check_call(call.function.name, call.function.arguments)
         except BadCall as error:
             checked[call.id] = error
     told = repeated(result, calls, checked)
-    decided = [(call, told[call.id], False) if call.id in told else decide(result, call, checked[call.id])
+    decided = [(call, told[call.id], False) if call.id in told
+               else decide(result, call, checked[call.id])
                for call in calls]
     outcomes = {}
     for asked in (False, True):
-        batch = [(call, action) for call, action, was_asked in decided if callable(action) and was_asked == asked]
+        batch = [(call, action) for call, action, was_asked in decided
+                 if callable(action) and was_asked == asked]
         until = result.deadline and result.deadline + GRACE
         for (call, action), box in zip(batch, at_once([action for _, action in batch], until)):
             outcomes[call.id] = box
@@ -210,8 +239,10 @@ def run_tools(result, calls):
         else:  # it raised, or did not finish in time: the model hears why
             error, failed = box.get("error"), True
             text = (f"error: {error}" if isinstance(error, ToolError) else
-                    f"error: {type(error).__name__}: {error}" if error else "error: not finished by the deadline")
-        text = truncate(mask(result.policy, text))  # masked before it is cut: a cut could split a secret
+                    f"error: {type(error).__name__}: {error}" if error
+                    else "error: not finished by the deadline")
+        # masked before it is cut: a cut could split a secret
+        text = truncate(mask(result.policy, text))
         result.messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
         result.record("tool", step=result.steps, id=call.id, name=call.function.name,
                       arguments=call.function.arguments, is_error=failed, result=text,
@@ -221,10 +252,11 @@ def run_tools(result, calls):
 
 
 def repeated(result, calls, checked):
-    """The calls the model made, by meaning, in each of the last SAME_CALL_LIMIT turns: {id: the outcome telling
-    it so}; they do not run again. Raises Stop("repeated") when it goes on past that. A call's meaning is what it
-    would do: its checked arguments, defaults filled in, a path and a command normalized, so spacing, key order and
-    ./ do not count: read_file '{"path": "./a"}' and '{ "path":"a", "offset": 1 }' match."""
+    """The calls the model made, by meaning, in each of the last SAME_CALL_LIMIT turns: {id: the
+    outcome telling it so}; they do not run again. Raises Stop("repeated") when it goes on past
+    that. A call's meaning is what it would do: its checked arguments, defaults filled in, a path
+    and a command normalized, so spacing, key order and ./ do not count: read_file '{"path": "./a"}'
+    and '{ "path":"a", "offset": 1 }' match."""
     meanings = {}
     for call in calls:
         args = checked[call.id]
@@ -233,36 +265,44 @@ def repeated(result, calls, checked):
             continue
         if isinstance(args.get("path"), str):
             args = {**args, "path": os.path.normpath(args["path"])}
-        if isinstance(args.get("command"), str) and len(args["command"]) <= MAX_COMMAND:  # longer: refused unread
+        if isinstance(args.get("command"), str) and len(args["command"]) <= MAX_COMMAND:
+            # longer: refused unread
             args = {**args, "command": guards.words(args["command"])}
         meanings[call.id] = call.function.name, json.dumps(args, sort_keys=True)
     turn = set(meanings.values())
     result.recent = [*result.recent, turn][-SAME_CALL_LIMIT - 1:]
     again = set.intersection(*result.recent) if len(result.recent) > SAME_CALL_LIMIT else set()
     if again:
-        raise Stop("repeated", f"the model made the same call in {SAME_CALL_LIMIT + 1} turns in a row")
+        raise Stop("repeated",
+                   f"the model made the same call in {SAME_CALL_LIMIT + 1} turns in a row")
     told = set.intersection(*result.recent) if len(result.recent) == SAME_CALL_LIMIT else set()
-    return {call.id: (f"error: not run: you made this exact call in {SAME_CALL_LIMIT} turns in a row; its result "
-                      "will not change, so use what you have or try something else", True) for call in calls
+    return {call.id: (f"error: not run: you made this exact call in {SAME_CALL_LIMIT} turns in a "
+                      "row; its result will not change, so use what you have "
+                      "or try something else", True) for call in calls
             if meanings[call.id] in told}
 
 
 def decide(result, call, args):
-    """(call, what will run, whether a person was asked): what will run is a function returning the outcome, or
-    the outcome (text, failed) that says why nothing will. Deciding is on the clock, a person's answer too."""
+    """(call, what will run, whether a person was asked): what will run is a function returning the
+    outcome, or the outcome (text, failed) that says why nothing will. Deciding is on the clock, a
+    person's answer too."""
     result.tool_calls += 1
     result.on_call(result.steps, call.function.name, call.function.arguments)
     if result.tool_calls > result.limits.max_tool_calls:
-        return call, ("error: not run: the run is out of tool calls (its tool-call budget)", True), False
+        return call, ("error: not run: the run is out of tool calls (its tool-call budget)",
+                      True), False
     try:
         if isinstance(args, BadCall):
             raise args
         tool = REGISTRY[call.function.name]
         action, question = within(result.deadline, "the harness to decide the call", partial(
             plan, result.policy, tool, args, result.deadline))
-        asked = question and tool["kind"] not in result.policy.unasked  # not approved in advance (--yes)
-        if asked and within(result.deadline, "your answer", partial(result.approve, question)) is not True:
-            return call, ("error: the user declined this call; do not try it again, find another way or answer",
+        # not approved in advance (--yes)
+        asked = question and tool["kind"] not in result.policy.unasked
+        if asked and within(result.deadline, "your answer",
+                            partial(result.approve, question)) is not True:
+            return call, ("error: the user declined this call; do not try it again, find "
+                          "another way or answer",
                           True), True
         return call, action, bool(question)
     except ToolError as error:  # refused, or a broken call: the message says why
@@ -270,8 +310,9 @@ def decide(result, call, args):
 
 
 def at_once(functions, deadline):
-    """Run the functions side by side, each on a thread, and wait for them until the deadline (a time.monotonic(),
-    or None). Returns a box for each: {"value": returned}, {"error": raised}, or {} when not finished in time."""
+    """Run the functions side by side, each on a thread, and wait for them until the deadline (a
+    time.monotonic(), or None). Returns a box for each: {"value": returned}, {"error": raised}, or
+    {} when not finished in time."""
     boxes = [{} for _ in functions]
 
     def fill(box, function):
@@ -282,7 +323,8 @@ def at_once(functions, deadline):
             box["error"] = error
         box["seconds"] = round(time.monotonic() - began, 3)
 
-    threads = [threading.Thread(target=fill, args=pair, daemon=True) for pair in zip(boxes, functions)]
+    threads = [threading.Thread(target=fill, args=pair, daemon=True)
+               for pair in zip(boxes, functions)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -303,7 +345,8 @@ def within(deadline, what, function):
 
 
 def answer_every_call(result):
-    """The conversation stays one the API accepts, whatever ended the run: a call without a result gets one."""
+    """The conversation stays one the API accepts, whatever ended the run: a call without a result
+    gets one."""
     last = next((m for m in reversed(result.messages) if m["role"] == "assistant"), {})
     answered = {m.get("tool_call_id") for m in result.messages}
     for call in last.get("tool_calls", []):
@@ -311,22 +354,26 @@ def answer_every_call(result):
             content = f"error: not run: the run ended first ({result.status})"
             result.messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
             result.record("tool", step=result.steps, id=call["id"], name=call["function"]["name"],
-                                  arguments=call["function"]["arguments"], is_error=True, result=content)
+                                  arguments=call["function"]["arguments"], is_error=True,
+                          result=content)
 
 
 def assistant_message(message):
-    """Rebuild the model's reply with only the fields every server accepts back (no 'reasoning' and such)."""
+    """Rebuild the model's reply with only the fields every server accepts back (no 'reasoning' and
+    such)."""
     reply = {"role": "assistant", "content": message.content or ""}
     if message.tool_calls:
         reply["tool_calls"] = [
             {"id": call.id, "type": "function",
-             "function": {"name": call.function.name, "arguments": valid_json(call.function.arguments)}}
+             "function": {"name": call.function.name,
+                          "arguments": valid_json(call.function.arguments)}}
             for call in message.tool_calls]
     return reply
 
 
 def valid_json(text):
-    """The arguments to send back: the model's own if they parse, else "{}" (servers reject broken JSON)."""
+    """The arguments to send back: the model's own if they parse, else "{}" (servers reject broken
+    JSON)."""
     try:
         json.loads(text)
         return text
