@@ -24,7 +24,11 @@ PROVIDER_VARS = ("GROQ_API_KEY", "OPENAI_API_KEY", "API_KEY", "BACKEND", "MODEL"
 def bubblewrap_problem():
     """Why bubblewrap cannot run commands here, in one line, or "" when it can."""
     found = shutil.which("bwrap")
-    if not sys.platform.startswith("linux") or not found:
+    if os.name == "nt":
+        return "bubblewrap is Linux's: on Windows this runs in WSL 2, with bubblewrap installed there"
+    if not sys.platform.startswith("linux"):
+        return "bubblewrap is Linux's: on macOS this runs in a Linux machine (a VM, or CI's ubuntu job)"
+    if not found:
         return "bubblewrap is not installed here (Debian and Ubuntu: sudo apt install bubblewrap)"
     done = subprocess.run([found, "--ro-bind", "/", "/", "--unshare-all", "true"], capture_output=True, text=True)
     return f"bubblewrap cannot start here: {done.stderr.strip()}" if done.returncode else ""
@@ -46,13 +50,23 @@ def path_without_bubblewrap(folder):
     return str(bare)
 
 
+# What Windows lacks, for the tests that need it. Windows sends no signal: os.kill() ends the process, and
+# Popen.send_signal() ends it (SIGTERM) or raises ValueError (SIGINT, SIGHUP).
+needs_fifos = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="os.mkfifo is POSIX only: on Windows this runs "
+                                 "in WSL 2")
+needs_signals = pytest.mark.skipif(os.name == "nt", reason="sends SIGINT, SIGTERM or SIGHUP, which Windows cannot "
+                                   "send a process (it ends it instead): on Windows this runs in WSL 2")
+
 PRESSED_BY_A_TEST = []  # set while a test's own Ctrl-C is on its way, so conftest does not take it for yours
 
 
 def press_ctrl_c():
     """Send this process the SIGINT that Ctrl-C sends, as a test of what the code under test does with it."""
     PRESSED_BY_A_TEST.append(True)
-    os.kill(os.getpid(), signal.SIGINT)
+    if os.name == "nt":  # os.kill() would end this process there; raise_signal() runs its SIGINT handler
+        signal.raise_signal(signal.SIGINT)
+    else:
+        os.kill(os.getpid(), signal.SIGINT)
 
 
 def checkpoints():

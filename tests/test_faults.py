@@ -16,8 +16,8 @@ import threading
 import time
 
 import pytest
-from helpers import (ROOT, clean_env, groq_env, press_ctrl_c, run_python, running_commands, scripted_backend,
-                     since_first_request, tool_calls, trace_records)
+from helpers import (ROOT, clean_env, groq_env, needs_fifos, needs_signals, press_ctrl_c, run_python,
+                     running_commands, scripted_backend, since_first_request, tool_calls, trace_records)
 
 PHASE = 5
 GRACE = 1  # seconds past the deadline the run's report may take (harness.GRACE, phase 6)
@@ -68,6 +68,7 @@ def test_an_interruption_at_an_approval_leaves_a_history_that_continues(harness,
     continues(harness, server, result)
 
 
+@needs_signals
 def test_ctrl_c_while_tools_run_leaves_a_history_that_continues(harness, server, workspace):
     """Ctrl-C while commands run: the run ends interrupted at once (not at the commands' timeout), every call is
     answered, the command killed, and the history continues."""
@@ -261,6 +262,7 @@ def test_a_stream_nobody_reads_still_meets_the_deadline(workspace, server):
 
 
 @pytest.mark.phase(8)
+@needs_signals
 def test_sigterm_ends_a_run_whose_output_is_blocked(workspace, server):
     """SIGTERM while standard output is blocked and no deadline is set: exit 143 within three times the report's
     grace, status interrupted, the trace complete."""
@@ -317,7 +319,7 @@ def test_an_answer_that_cannot_be_printed_is_no_success(workspace, server, redir
     assert end_of(workspace)["status"] == "answered"
 
 
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+@needs_fifos
 @pytest.mark.parametrize("reader", [False, True], ids=["nobody-reads", "a-reader-that-stalls"])
 def test_a_trace_that_is_no_regular_file_is_an_error_at_once(workspace, server, reader):
     """--trace naming a FIFO, whether nobody reads it or a reader holds it open and never reads (a write could

@@ -12,7 +12,7 @@ import time
 
 import pytest
 from cases import CASES, start_cases
-from helpers import clean_env, groq_env, run_python, running_commands, scripted_backend, tool_calls
+from helpers import clean_env, groq_env, needs_signals, run_python, running_commands, scripted_backend, tool_calls
 
 PHASE = 6
 FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py")
@@ -121,6 +121,7 @@ def test_the_approved_calls_run_after_the_unasked_ones(workspace, server):
     assert "harness.py" in listed and "made" not in listed, f"ls ran beside or after the approved touch: {listed}"
 
 
+@needs_signals
 def test_ctrl_c_leaves_no_command_running(workspace, server):
     """Ctrl-C while an approved command runs: exit 130, and the command is gone (run() stops every command in
     shell.RUNNING)."""

@@ -10,8 +10,8 @@ import time
 
 import pytest
 from cases import CASES, start_cases
-from helpers import (clean_env, groq_env, run_python, running_commands, scripted_backend, since_first_request,
-                     tool_calls, trace_records)
+from helpers import (clean_env, groq_env, needs_signals, run_python, running_commands, scripted_backend,
+                     since_first_request, tool_calls, trace_records)
 
 PHASE = 8
 FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py")
@@ -77,11 +77,12 @@ def traced(workspace, kind):
         return False
 
 
-@pytest.mark.parametrize("signal_number, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)],
-                         ids=["SIGINT", "SIGTERM", "SIGHUP"])
-def test_a_signal_while_a_command_runs_ends_the_run_at_once(workspace, server, signal_number, code):
+@needs_signals
+@pytest.mark.parametrize("code", [130, 143, 129], ids=["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_while_a_command_runs_ends_the_run_at_once(workspace, server, code):
     """SIGINT, SIGTERM or SIGHUP while an approved command runs: exit 130, 143 or 129 at once (long before the
     command's own 10 s timeout), the command killed, the trace's end record interrupted, the call answered."""
+    signal_number = code - 128  # a shell's exit code for a signal: 2 SIGINT, 15 SIGTERM, 1 SIGHUP
     command = f"sleep 62.{signal_number}"
     server.push(tool_calls(("run_shell", {"command": command})), "never asked")
     process = start(workspace, server, "--yes", "--sandbox", "off", "Sleep")
@@ -99,6 +100,7 @@ def test_a_signal_while_a_command_runs_ends_the_run_at_once(workspace, server, s
     assert [r.get("type") for r in records].count("tool") == 1, "the call is answered in the trace"
 
 
+@needs_signals
 def test_a_signal_at_a_question_ends_the_run_and_runs_nothing(workspace, server):
     """SIGTERM while the approval question waits for an answer: exit 143, nothing run, the trace closed."""
     server.push(tool_calls(("run_shell", {"command": "touch made"})), "never asked")
@@ -112,6 +114,7 @@ def test_a_signal_at_a_question_ends_the_run_and_runs_nothing(workspace, server)
     assert trace_records(workspace / "t.jsonl")[-1].get("status") == "interrupted", "the trace's end record"
 
 
+@needs_signals
 def test_a_signal_after_the_run_ended_changes_nothing(workspace, server):
     """SIGTERM after the trace's end record, while the answer is still being printed: ignored, exit 0."""
     server.push("x" * 300_000)  # more than a pipe holds: printing it waits for the reader
