@@ -1,5 +1,6 @@
 """Helpers the tests, the scripted cases, the benchmark and the lesson runner share, each defined once here."""
 import hashlib
+import itertools
 import json
 import multiprocessing
 import os
@@ -177,11 +178,32 @@ def answer_of(value):
     return getattr(value, "answer", value)
 
 
+SLEEPS = itertools.count()
+
+
+def own_seconds(whole):
+    """A number of seconds for `sleep` that no other test uses, in this run or in another on the
+    same machine: whole seconds, then this process's id and a count (own_seconds(51) ->
+    "51.00123450003"). running_commands(f"sleep {seconds}") then sees what this test started."""
+    return f"{whole}.{os.getpid():07d}{next(SLEEPS):04d}"
+
+
 def running_commands(command):
     """Live processes (zombies left out) whose command line is exactly command, e.g. "sleep 61.25"."""
     ps = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
     rows = [line.split(None, 1) for line in ps.splitlines() if line.strip()]
     return [row for row in rows if len(row) == 2 and row[1] == command and not row[0].startswith("Z")]
+
+
+def still_running(command, patience=10):
+    """The processes running command once they are gone, or `patience` seconds have passed: []
+    when a killed one has ended. The kernel ends a killed process (and the rest of a sandbox's
+    processes) when it gets to it, which a busy machine can put off for seconds; a process nobody
+    killed, such as `sleep 51`, is still there after them. So a check waits on what it judges."""
+    until = time.monotonic() + patience
+    while (left := running_commands(command)) and time.monotonic() < until:
+        time.sleep(0.1)
+    return left
 
 
 # A process that imported openai once, and forks a child for each run: the same run as `python SCRIPT ...`, less

@@ -16,8 +16,9 @@ import threading
 import time
 
 import pytest
-from helpers import (ROOT, clean_env, groq_env, needs_fifos, needs_signals, press_ctrl_c, run_python,
-                     running_commands, scripted_backend, since_first_request, tool_calls, trace_records)
+from helpers import (ROOT, clean_env, groq_env, needs_fifos, needs_signals, own_seconds,
+                     press_ctrl_c, run_python, running_commands, scripted_backend,
+                     since_first_request, still_running, tool_calls, trace_records)
 
 PHASE = 5
 GRACE = 1  # seconds past the deadline the run's report may take (harness.GRACE, phase 6)
@@ -72,11 +73,13 @@ def test_an_interruption_at_an_approval_leaves_a_history_that_continues(harness,
 def test_ctrl_c_while_tools_run_leaves_a_history_that_continues(harness, server, workspace):
     """Ctrl-C while commands run: the run ends interrupted at once (not at the commands' timeout), every call is
     answered, the command killed, and the history continues."""
-    server.push(tool_calls(("run_shell", {"command": "sleep 31.5"}), ("run_shell", {"command": "sleep 31.6"})))
+    first = f"sleep {own_seconds(31)}"  # this test's own: others may run beside it
+    server.push(tool_calls(("run_shell", {"command": first}),
+                           ("run_shell", {"command": "sleep 31.6"})))
     running = threading.Event()
 
     def interrupt():  # Ctrl-C once a command runs, and only while run() is still running
-        if wait_for(lambda: running_commands("sleep 31.5"), 30) and running.is_set():
+        if wait_for(lambda: running_commands(first), 30) and running.is_set():
             press_ctrl_c()
 
     running.set()
@@ -88,7 +91,7 @@ def test_ctrl_c_while_tools_run_leaves_a_history_that_continues(harness, server,
     assert result.status == "interrupted" and result.seconds < COMMAND_TIMEOUT / 2, result
     assert [m["role"] for m in result.messages[-2:]] == ["tool", "tool"], result.messages[-2:]
     assert all("interrupted" in m["content"] for m in result.messages[-2:]), result.messages[-2:]
-    assert wait_for(lambda: not running_commands("sleep 31.5"), 3), "the command outlived the run"
+    assert still_running(first) == [], "the command outlived the run"
     continues(harness, server, result)
 
 

@@ -54,8 +54,9 @@ def start(stderr):
         server.close()
 
 
-def gone(pid, seconds=2):
-    """True once the process has ended (a zombie counts as ended: it runs nothing), within seconds."""
+def gone(pid, seconds=10):
+    """True once the process has ended (a zombie counts as ended: it runs nothing), within
+    seconds: a killed process ends when the kernel gets to it, which a busy machine puts off."""
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         try:

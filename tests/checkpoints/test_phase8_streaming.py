@@ -10,8 +10,9 @@ import time
 
 import pytest
 from cases import CASES, start_cases
-from helpers import (clean_env, groq_env, needs_signals, run_python, running_commands, scripted_backend,
-                     since_first_request, tool_calls, trace_records)
+from helpers import (clean_env, groq_env, needs_signals, own_seconds, run_python, running_commands,
+                     scripted_backend, since_first_request, still_running, tool_calls,
+                     trace_records)
 
 PHASE = 8
 FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py")
@@ -83,7 +84,7 @@ def test_a_signal_while_a_command_runs_ends_the_run_at_once(workspace, server, c
     """SIGINT, SIGTERM or SIGHUP while an approved command runs: exit 130, 143 or 129 at once (long before the
     command's own 10 s timeout), the command killed, the trace's end record interrupted, the call answered."""
     signal_number = code - 128  # a shell's exit code for a signal: 2 SIGINT, 15 SIGTERM, 1 SIGHUP
-    command = f"sleep 62.{signal_number}"
+    command = f"sleep {own_seconds(62)}"  # this test's own: others may run beside it
     server.push(tool_calls(("run_shell", {"command": command})), "never asked")
     process = start(workspace, server, "--yes", "--sandbox", "off", "Sleep")
     assert wait_for(lambda: running_commands(command)), "the command should be running"
@@ -94,7 +95,7 @@ def test_a_signal_while_a_command_runs_ends_the_run_at_once(workspace, server, c
     assert process.returncode == code, f"step 6: exit {code} for this signal, not {process.returncode}: {stderr}"
     assert seconds < 5, f"step 6: the run ends at once, not at the command's timeout (it took {seconds:.1f} s, over 5)"
     assert b"Traceback" not in stderr, stderr.decode()
-    assert wait_for(lambda: not running_commands(command), 3), "the command must be killed with the run"
+    assert still_running(command) == [], "the command must be killed with the run"
     records = trace_records(workspace / "t.jsonl")
     assert records[-1].get("type") == "end" and records[-1].get("status") == "interrupted", records[-1]
     assert [r.get("type") for r in records].count("tool") == 1, "the call is answered in the trace"
