@@ -178,8 +178,8 @@ def cold_start():
 
 
 # A small Python starts the harness and reports the peak memory of its children: measuring from this big
-# process would count the copy of itself that every child is for a moment after fork. Windows has no resource
-# module (and no `yes`): there figure 4 is not measured.
+# process would count the copy of itself that every child is for a moment after fork. Windows has
+# no resource module (and no `yes`): there figure 4 is not measured.
 LAUNCHER = None if os.name == "nt" else (
     "import resource, subprocess, sys; code = subprocess.run(sys.argv[1:]).returncode; "
     "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(code)")
@@ -270,7 +270,8 @@ def timed_rows(figure, median, shell):
     if figure == 3:
         return [("3. harness.py --help", f"{median['cold']:.2f} x import openai", "<= 0.25", median["cold"] <= 0.25)]
     if figure == 4 and not LAUNCHER:
-        return [("4. output flood (`yes`)", "not measured on Windows (no resource module, no `yes`): WSL 2 runs it",
+        return [("4. output flood (`yes`)",
+                 "not measured on Windows (no resource module, no `yes`): WSL 2 runs it",
                  "< 100 MB, timeout + 1 s", None)]
     if figure == 4:
         return [("4. output flood (`yes`)", f"{median['flood_mb']:.0f} MB peak, {median['flood_ratio']:.2f} x a "
@@ -320,7 +321,8 @@ def main():
         figures = {}  # name: its value in each run
         for run in range(args.runs if runnable else 0):
             with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):  # the harness's [step] lines
-                values = [pair for n in runnable for pair in MEASURE[n](harness, tools, backend, workspace)]
+                values = [pair for n in runnable
+                          for pair in MEASURE[n](harness, tools, backend, workspace)]
             for name, value in values:
                 figures.setdefault(name, []).append(value)
             print(f"run {run + 1} of {args.runs} done", file=sys.stderr)

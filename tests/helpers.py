@@ -26,9 +26,9 @@ def bubblewrap_problem():
     """Why bubblewrap cannot run commands here, in one line, or "" when it can."""
     found = shutil.which("bwrap")
     if os.name == "nt":
-        return "bubblewrap is Linux's: on Windows this runs in WSL 2, with bubblewrap installed there"
+        return "bubblewrap is Linux's: on Windows this runs in WSL 2, with bubblewrap there"
     if not sys.platform.startswith("linux"):
-        return "bubblewrap is Linux's: on macOS this runs in a Linux machine (a VM, or CI's ubuntu job)"
+        return "bubblewrap is Linux's: on macOS this runs on Linux (a VM, or CI's ubuntu job)"
     if not found:
         return "bubblewrap is not installed here (Debian and Ubuntu: sudo apt install bubblewrap)"
     done = subprocess.run([found, "--ro-bind", "/", "/", "--unshare-all", "true"], capture_output=True, text=True)
@@ -51,12 +51,20 @@ def path_without_bubblewrap(folder):
     return str(bare)
 
 
-# What Windows lacks, for the tests that need it. Windows sends no signal: os.kill() ends the process, and
-# Popen.send_signal() ends it (SIGTERM) or raises ValueError (SIGINT, SIGHUP).
-needs_fifos = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="os.mkfifo is POSIX only: on Windows this runs "
-                                 "in WSL 2")
-needs_signals = pytest.mark.skipif(os.name == "nt", reason="sends SIGINT, SIGTERM or SIGHUP, which Windows cannot "
-                                   "send a process (it ends it instead): on Windows this runs in WSL 2")
+# What Windows lacks, for the tests that need it. Windows sends no signal: os.kill() ends the
+# process, and Popen.send_signal() ends it (SIGTERM) or raises ValueError (SIGINT, SIGHUP). Closing
+# standard output (>&-) is sh's, and /dev/full, a disk always full, is Linux's.
+needs_fifos = pytest.mark.skipif(
+    not hasattr(os, "mkfifo"), reason="os.mkfifo is POSIX only: on Windows this runs in WSL 2")
+needs_signals = pytest.mark.skipif(
+    os.name == "nt", reason="sends SIGINT, SIGTERM or SIGHUP, which Windows cannot send a process "
+    "(it ends it instead): on Windows this runs in WSL 2")
+posix_redirections = pytest.mark.skipif(
+    os.name == "nt", reason="closes standard output with sh's >&-, which Windows' cmd lacks: on "
+    "Windows this runs in WSL 2")
+needs_dev_full = pytest.mark.skipif(
+    not os.path.exists("/dev/full"), reason="fills standard output with /dev/full, which only "
+    "Linux has: on macOS this runs on Linux (a VM, or CI's ubuntu job)")
 
 PRESSED_BY_A_TEST = []  # set while a test's own Ctrl-C is on its way, so conftest does not take it for yours
 
@@ -64,7 +72,7 @@ PRESSED_BY_A_TEST = []  # set while a test's own Ctrl-C is on its way, so confte
 def press_ctrl_c():
     """Send this process the SIGINT that Ctrl-C sends, as a test of what the code under test does with it."""
     PRESSED_BY_A_TEST.append(True)
-    if os.name == "nt":  # os.kill() would end this process there; raise_signal() runs its SIGINT handler
+    if os.name == "nt":  # os.kill() would end this process there; raise_signal() runs the handler
         signal.raise_signal(signal.SIGINT)
     else:
         os.kill(os.getpid(), signal.SIGINT)
@@ -190,6 +198,9 @@ def own_seconds(whole):
 
 def running_commands(command):
     """Live processes (zombies left out) whose command line is exactly command, e.g. "sleep 61.25"."""
+    if os.name == "nt":  # the commands such a test runs are sh's, and it finds them with ps
+        pytest.skip("runs sh's commands (sleep, setsid, &) and finds them with ps: on Windows "
+                    "this runs in WSL 2")
     ps = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
     rows = [line.split(None, 1) for line in ps.splitlines() if line.strip()]
     return [row for row in rows if len(row) == 2 and row[1] == command and not row[0].startswith("Z")]

@@ -16,9 +16,10 @@ import threading
 import time
 
 import pytest
-from helpers import (ROOT, clean_env, groq_env, needs_fifos, needs_signals, own_seconds,
-                     press_ctrl_c, run_python, running_commands, scripted_backend,
-                     since_first_request, still_running, tool_calls, trace_records)
+from helpers import (ROOT, clean_env, groq_env, needs_dev_full, needs_fifos, needs_signals,
+                     own_seconds, posix_redirections, press_ctrl_c, run_python, running_commands,
+                     scripted_backend, since_first_request, still_running, tool_calls,
+                     trace_records)
 
 PHASE = 5
 GRACE = 1  # seconds past the deadline the run's report may take (harness.GRACE, phase 6)
@@ -296,8 +297,10 @@ def test_an_approval_nobody_answers_meets_the_deadline(workspace, server):
 
 
 @pytest.mark.phase(8)
-@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-@pytest.mark.parametrize("redirect, code", [(">/dev/full", 1), (">&-", 1), ("2>/dev/full", 0), ("2>&-", 0)])
+@posix_redirections
+@pytest.mark.parametrize("redirect, code", [
+    pytest.param(">/dev/full", 1, marks=needs_dev_full), (">&-", 1),
+    pytest.param("2>/dev/full", 0, marks=needs_dev_full), ("2>&-", 0)])
 def test_output_that_cannot_be_written_ends_in_a_status(workspace, server, redirect, code):
     """Standard output full or closed: exit 1, said on stderr, no traceback. Standard error full or closed: the
     run goes on without it, and answers (exit 0)."""
@@ -310,8 +313,8 @@ def test_output_that_cannot_be_written_ends_in_a_status(workspace, server, redir
 
 
 @pytest.mark.phase(8)
-@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-@pytest.mark.parametrize("redirect", [">/dev/full", ">&-"])
+@posix_redirections
+@pytest.mark.parametrize("redirect", [pytest.param(">/dev/full", marks=needs_dev_full), ">&-"])
 def test_an_answer_that_cannot_be_printed_is_no_success(workspace, server, redirect):
     """A run that answers at once, with standard output full or closed: the answer is lost, so exit 1, said on
     stderr; the trace's end record says what the run did (answered)."""

@@ -12,8 +12,8 @@ import time
 
 import pytest
 from cases import CASES, start_cases
-from helpers import (clean_env, groq_env, needs_fifos, needs_signals, run_python, scripted_backend, tool_calls,
-                     trace_records)
+from helpers import (clean_env, groq_env, needs_fifos, needs_signals, run_python, scripted_backend,
+                     tool_calls, trace_records)
 
 PHASE = 5
 FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py")

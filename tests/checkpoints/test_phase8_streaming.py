@@ -10,9 +10,9 @@ import time
 
 import pytest
 from cases import CASES, start_cases
-from helpers import (clean_env, groq_env, needs_signals, own_seconds, run_python, running_commands,
-                     scripted_backend, since_first_request, still_running, tool_calls,
-                     trace_records)
+from helpers import (clean_env, groq_env, needs_dev_full, needs_signals, own_seconds,
+                     posix_redirections, run_python, running_commands, scripted_backend,
+                     since_first_request, still_running, tool_calls, trace_records)
 
 PHASE = 8
 FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py")
@@ -129,7 +129,10 @@ def test_a_signal_after_the_run_ended_changes_nothing(workspace, server):
     assert stdout.count(b"x") == 300_000 and trace_records(workspace / "t.jsonl")[-1].get("status") == "answered"
 
 
-@pytest.mark.parametrize("redirect, code", [(">&-", 1), (">/dev/full", 1), ("2>&-", 0), ("2>/dev/full", 0)])
+@posix_redirections
+@pytest.mark.parametrize("redirect, code", [
+    (">&-", 1), pytest.param(">/dev/full", 1, marks=needs_dev_full),
+    ("2>&-", 0), pytest.param("2>/dev/full", 0, marks=needs_dev_full)])
 def test_output_that_cannot_be_written_ends_in_a_status(workspace, server, redirect, code):
     """Standard output closed or full: exit 1, `standard output` named on stderr, the trace's end written. Standard
     error closed or full: the run goes on without it, and answers (exit 0)."""
