@@ -198,7 +198,7 @@ def own_seconds(whole):
 
 def running_commands(command):
     """Live processes (zombies left out) whose command line is exactly command, e.g. "sleep 61.25"."""
-    if os.name == "nt":  # the commands such a test runs are sh's, and it finds them with ps
+    if sys.platform == "win32":  # the commands such a test runs are sh's, found with ps
         pytest.skip("runs sh's commands (sleep, setsid, &) and finds them with ps: on Windows "
                     "this runs in WSL 2")
     ps = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
