@@ -1,5 +1,6 @@
 """Helpers the tests, the scripted cases, the benchmark and the lesson runner share, each defined once here."""
 import hashlib
+import itertools
 import json
 import multiprocessing
 import os
@@ -56,13 +57,31 @@ def path_without_bubblewrap(folder):
     return str(bare)
 
 
+# What Windows lacks, for the tests that need it. Windows sends no signal: os.kill() ends the
+# process, and Popen.send_signal() ends it (SIGTERM) or raises ValueError (SIGINT, SIGHUP). Closing
+# standard output (>&-) is sh's, and /dev/full, a disk always full, is Linux's.
+needs_fifos = pytest.mark.skipif(
+    not hasattr(os, "mkfifo"), reason="os.mkfifo is POSIX only: on Windows this runs in WSL 2")
+needs_signals = pytest.mark.skipif(
+    os.name == "nt", reason="sends SIGINT, SIGTERM or SIGHUP, which Windows cannot send a process "
+    "(it ends it instead): on Windows this runs in WSL 2")
+posix_redirections = pytest.mark.skipif(
+    os.name == "nt", reason="closes standard output with sh's >&-, which Windows' cmd lacks: on "
+    "Windows this runs in WSL 2")
+needs_dev_full = pytest.mark.skipif(
+    not os.path.exists("/dev/full"), reason="fills standard output with /dev/full, which only "
+    "Linux has: on macOS this runs on Linux (a VM, or CI's ubuntu job)")
+
 PRESSED_BY_A_TEST = []  # set while a test's own Ctrl-C is on its way, so conftest does not take it for yours
 
 
 def press_ctrl_c():
     """Send this process the SIGINT that Ctrl-C sends, as a test of what the code under test does with it."""
     PRESSED_BY_A_TEST.append(True)
-    os.kill(os.getpid(), signal.SIGINT)
+    if os.name == "nt":  # os.kill() would end this process there; raise_signal() runs the handler
+        signal.raise_signal(signal.SIGINT)
+    else:
+        os.kill(os.getpid(), signal.SIGINT)
 
 
 def checkpoints():
@@ -205,11 +224,35 @@ def answer_of(value):
     return getattr(value, "answer", value)
 
 
+SLEEPS = itertools.count()
+
+
+def own_seconds(whole):
+    """A number of seconds for `sleep` that no other test uses, in this run or in another on the
+    same machine: whole seconds, then this process's id and a count (own_seconds(51) ->
+    "51.00123450003"). running_commands(f"sleep {seconds}") then sees what this test started."""
+    return f"{whole}.{os.getpid():07d}{next(SLEEPS):04d}"
+
+
 def running_commands(command):
     """Live processes (zombies left out) whose command line is exactly command, e.g. "sleep 61.25"."""
+    if sys.platform == "win32":  # the commands such a test runs are sh's, found with ps
+        pytest.skip("runs sh's commands (sleep, setsid, &) and finds them with ps: on Windows "
+                    "this runs in WSL 2")
     ps = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
     rows = [line.split(None, 1) for line in ps.splitlines() if line.strip()]
     return [row for row in rows if len(row) == 2 and row[1] == command and not row[0].startswith("Z")]
+
+
+def still_running(command, patience=10):
+    """The processes running command once they are gone, or `patience` seconds have passed: []
+    when a killed one has ended. The kernel ends a killed process (and the rest of a sandbox's
+    processes) when it gets to it, which a busy machine can put off for seconds; a process nobody
+    killed, such as `sleep 51`, is still there after them. So a check waits on what it judges."""
+    until = time.monotonic() + patience
+    while (left := running_commands(command)) and time.monotonic() < until:
+        time.sleep(0.1)
+    return left
 
 
 # A process that imported openai once, and forks a child for each run: the same run as `python SCRIPT ...`, less

@@ -1,7 +1,9 @@
 """The lesson runner: runs every `$ command` of a lesson's console blocks, in a fresh copy of the course with your
 code at the top (a new git repository), and compares what it prints with what the lesson shows. In a shown output,
 a line `...` stands for any lines, and `...` inside a line for any text. A command ending in ` &` (a server) runs
-in the background until the lesson ends, and its first line is compared.
+in the background until the lesson ends, and its first line is compared. The port a lesson's server is given
+(`--port 8000`) is one free here instead, the lesson's in all that is shown: another run beside this one (a second
+terminal, a classmate, a second clone) may be using the lesson's.
 
 Run:  python tests/lessons.py phases/01-loop/README.md              (your code: the repository root's .py files)
       python tests/lessons.py --code DIR phases/01-loop/README.md   (the code in DIR)
@@ -11,6 +13,7 @@ import argparse
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +34,24 @@ def commands(lesson_text):
             command, _, shown = part.partition("\n")
             found.append((command, shown))
     return found
+
+
+def own_ports(lesson_text):
+    """{a port the lesson's servers are given: a port free here}, e.g. {"8000": "40123"}."""
+    ports = {}
+    for port in re.findall(r"--port (\d+)", lesson_text):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            ports[port] = str(sock.getsockname()[1])
+    return ports
+
+
+def swap(text, ports):
+    """text with each port of `ports` (where it is a port: after `--port `, `127.0.0.1:`, `localhost:`) put for
+    its key; swap(text, {v: k for k, v in ports.items()}) turns it back."""
+    for old, new in ports.items():
+        text = re.sub(rf"(?<=--port ){old}\b|(?<=127\.0\.0\.1:){old}\b|(?<=localhost:){old}\b", new, text)
+    return text
 
 
 def course_tree(code, destination):
@@ -78,9 +99,13 @@ def run_lesson(lesson, code, show=False):
     found, servers, unsandboxed = [], [], False
     with tempfile.TemporaryDirectory() as scratch:
         tree = course_tree(code, Path(scratch) / "harness")
+        text = lesson.read_text(encoding="utf-8")
+        ports = own_ports(text)
         try:
-            for command, shown in commands(lesson.read_text(encoding="utf-8")):
-                printed = background(command, tree, servers) if command.endswith(" &") else run(command, tree)
+            for command, shown in commands(text):
+                mine = swap(command, ports)
+                printed = background(mine, tree, servers) if command.endswith(" &") else run(mine, tree)
+                printed = swap(printed, {new: old for old, new in ports.items()})
                 printed = "".join(line.rstrip() + "\n" for line in printed.replace(str(tree), HOME).splitlines())
                 if show:
                     print(f"$ {command}\n{printed}")

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, checkpoints, clean_env, copy_code, run_python, tag_name
+from helpers import ROOT, checkpoints, clean_env, copy_code, needs_signals, run_python, tag_name
 
 LESSONS = [p / "README.md" for p in checkpoints()]
 MAX_LESSON_BYTES = 12 * 1024  # a lesson a learner can read in a class session, besides its list of what the check calls
@@ -793,6 +793,7 @@ def test_a_keyboard_interrupt_out_of_your_code_fails_that_test_and_the_check_goe
     assert "a KeyboardInterrupt got out of your code (harness.py, line " in result.stdout, result.stdout[-3000:]
 
 
+@needs_signals
 def test_ctrl_c_pressed_during_a_check_stops_it_even_when_your_code_makes_a_status_of_it():
     """Ctrl-C pressed (SIGINT to pytest) while run() waits for a person: run() ends as interrupted, as it should,
     and the check stops there (exit 2) instead of going on to the next test."""

@@ -16,8 +16,10 @@ import threading
 import time
 
 import pytest
-from helpers import (ROOT, clean_env, groq_env, press_ctrl_c, run_python, running_commands, scripted_backend,
-                     since_first_request, tool_calls, trace_records)
+from helpers import (ROOT, clean_env, groq_env, needs_dev_full, needs_fifos, needs_signals,
+                     own_seconds, posix_redirections, press_ctrl_c, run_python, running_commands,
+                     scripted_backend, since_first_request, still_running, tool_calls,
+                     trace_records)
 
 PHASE = 5
 GRACE = 1  # seconds past the deadline the run's report may take (harness.GRACE, phase 6)
@@ -69,14 +71,17 @@ def test_an_interruption_at_an_approval_leaves_a_history_that_continues(harness,
     continues(harness, server, result)
 
 
+@needs_signals
 def test_ctrl_c_while_tools_run_leaves_a_history_that_continues(harness, server, workspace):
     """Ctrl-C while commands run: the run ends interrupted at once (not at the commands' timeout), every call is
     answered, the command killed, and the history continues."""
-    server.push(tool_calls(("run_shell", {"command": "sleep 31.5"}), ("run_shell", {"command": "sleep 31.6"})))
+    first = f"sleep {own_seconds(31)}"  # this test's own: others may run beside it
+    server.push(tool_calls(("run_shell", {"command": first}),
+                           ("run_shell", {"command": "sleep 31.6"})))
     running = threading.Event()
 
     def interrupt():  # Ctrl-C once a command runs, and only while run() is still running
-        if wait_for(lambda: running_commands("sleep 31.5"), 30) and running.is_set():
+        if wait_for(lambda: running_commands(first), 30) and running.is_set():
             press_ctrl_c()
 
     running.set()
@@ -88,7 +93,7 @@ def test_ctrl_c_while_tools_run_leaves_a_history_that_continues(harness, server,
     assert result.status == "interrupted" and result.seconds < COMMAND_TIMEOUT / 2, result
     assert [m["role"] for m in result.messages[-2:]] == ["tool", "tool"], result.messages[-2:]
     assert all("interrupted" in m["content"] for m in result.messages[-2:]), result.messages[-2:]
-    assert wait_for(lambda: not running_commands("sleep 31.5"), 3), "the command outlived the run"
+    assert still_running(first) == [], "the command outlived the run"
     continues(harness, server, result)
 
 
@@ -262,6 +267,7 @@ def test_a_stream_nobody_reads_still_meets_the_deadline(workspace, server):
 
 
 @pytest.mark.phase(8)
+@needs_signals
 def test_sigterm_ends_a_run_whose_output_is_blocked(workspace, server):
     """SIGTERM while standard output is blocked and no deadline is set: exit 143 within three times the report's
     grace, status interrupted, the trace complete."""
@@ -292,8 +298,10 @@ def test_an_approval_nobody_answers_meets_the_deadline(workspace, server):
 
 
 @pytest.mark.phase(8)
-@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-@pytest.mark.parametrize("redirect, code", [(">/dev/full", 1), (">&-", 1), ("2>/dev/full", 0), ("2>&-", 0)])
+@posix_redirections
+@pytest.mark.parametrize("redirect, code", [
+    pytest.param(">/dev/full", 1, marks=needs_dev_full), (">&-", 1),
+    pytest.param("2>/dev/full", 0, marks=needs_dev_full), ("2>&-", 0)])
 def test_output_that_cannot_be_written_ends_in_a_status(workspace, server, redirect, code):
     """Standard output full or closed: exit 1, said on stderr, no traceback. Standard error full or closed: the
     run goes on without it, and answers (exit 0)."""
@@ -306,8 +314,8 @@ def test_output_that_cannot_be_written_ends_in_a_status(workspace, server, redir
 
 
 @pytest.mark.phase(8)
-@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-@pytest.mark.parametrize("redirect", [">/dev/full", ">&-"])
+@posix_redirections
+@pytest.mark.parametrize("redirect", [pytest.param(">/dev/full", marks=needs_dev_full), ">&-"])
 def test_an_answer_that_cannot_be_printed_is_no_success(workspace, server, redirect):
     """A run that answers at once, with standard output full or closed: the answer is lost, so exit 1, said on
     stderr; the trace's end record says what the run did (answered)."""
@@ -318,7 +326,7 @@ def test_an_answer_that_cannot_be_printed_is_no_success(workspace, server, redir
     assert end_of(workspace)["status"] == "answered"
 
 
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+@needs_fifos
 @pytest.mark.parametrize("reader", [False, True], ids=["nobody-reads", "a-reader-that-stalls"])
 def test_a_trace_that_is_no_regular_file_is_an_error_at_once(workspace, server, reader):
     """--trace naming a FIFO, whether nobody reads it or a reader holds it open and never reads (a write could

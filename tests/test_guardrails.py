@@ -18,8 +18,9 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from helpers import (BUBBLEWRAP_MISSING, ROOT, clean_env, groq_env, path_without_bubblewrap, run_python,
-                     running_commands, scripted_backend, trace_records)
+from helpers import (BUBBLEWRAP_MISSING, ROOT, clean_env, groq_env, needs_fifos, own_seconds,
+                     path_without_bubblewrap, run_python, running_commands, scripted_backend,
+                     still_running, trace_records)
 
 PHASE = 2
 FILES = ("guards.py", "shell.py", "tools.py", "harness.py", "cli.py")
@@ -597,12 +598,11 @@ def test_a_repository_a_command_makes_is_gone_before_anything_can_run_it(workspa
 def test_a_process_that_hops_sessions_does_not_outlive_its_command(harness, server, project, command, machine):
     """fork, leave, setsid, nohup, double fork: every process the command started is gone when it ends, with
     bubblewrap (its own process numbers) and without it (the harness is the subreaper of what the command left)."""
-    seconds = f"64.{os.getpid()}{time.monotonic_ns() % 10**6}"  # this test's own: others may run beside it
+    seconds = own_seconds(64)  # this test's own: others may run beside it
     sandbox = "workspace-write" if machine == "bubblewrap" else "off"
     turn(harness, server, shell(command.replace("64.25", seconds)), approve=lambda q: True,
          policy=harness.guards.policy(project, sandbox=sandbox))
-    time.sleep(0.5)
-    assert running_commands(f"sleep {seconds}") == [], "a process that left the session survived"
+    assert still_running(f"sleep {seconds}") == [], "a process that left the session survived"
 
 
 @pytest.mark.phase(3)
@@ -612,22 +612,19 @@ def test_commands_die_with_the_harness_even_on_kill_9(workspace, server):
     if BUBBLEWRAP_MISSING:
         pytest.skip(BUBBLEWRAP_MISSING)
     (workspace / "play").mkdir()
-    server.push({"tool_calls": [{"name": "run_shell", "arguments": {"command": "sleep 65.5 & setsid sleep 65.5"}}]},
-                "never")
+    sleep = f"sleep {own_seconds(65)}"  # this test's own: others may run beside it
+    call = {"name": "run_shell", "arguments": {"command": f"{sleep} & setsid {sleep}"}}
+    server.push({"tool_calls": [call]}, "never")
     process = subprocess.Popen([sys.executable, "harness.py", "--yes", "--workspace", "play", "Sleep"], cwd=workspace,
                                env=clean_env(**groq_env(server)), stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(200):
-        if len(running_commands("sleep 65.5")) == 2:
+        if len(running_commands(sleep)) == 2:
             break
         time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    for _ in range(100):
-        if not running_commands("sleep 65.5"):
-            break
-        time.sleep(0.05)
-    assert running_commands("sleep 65.5") == [], "the command outlived the harness"
+    assert still_running(sleep) == [], "the command outlived the harness"
 
 
 # 9. The sandbox: what an in-process guard cannot promise, the operating system can.
@@ -753,13 +750,12 @@ def test_an_mcp_server_reaches_none_of_the_harness_s_secrets_and_leaves_nothing(
     shutil.copy(ROOT / "tests" / "mcp_servers.py", project)
     (workspace / ".env").write_text(f"MY_SERVICE_TOKEN={SECRET}\n")
     (project / ".env").write_text("PROJECT_TOKEN=tok_live_0123456789\n")
-    seconds = f"73.{os.getpid()}{time.monotonic_ns() % 10**6}"
+    seconds = own_seconds(73)  # this test's own: others may run beside it
     server.push({"tool_calls": [{"name": "spy__work", "arguments": {}}]}, "done")
     done = run_python(workspace, "harness.py", "--yes", "--workspace", str(project), "--trace", str(tmp_path / "t"),
                       "--mcp", f"spy=python mcp_servers.py snoop={seconds}", "Do it", env=groq_env(server))
     assert done.returncode == 0, done.stderr
-    time.sleep(0.5)
-    assert running_commands(f"sleep {seconds}") == [], "the server's child outlived the run"
+    assert still_running(f"sleep {seconds}") == [], "the server's child outlived the run"
     stderr = next(r for r in trace_records(tmp_path / "t") if r["type"] == "mcp")["stderr"]
     secrets = [SECRET, "tok_live_0123456789", groq_env(server)["GROQ_API_KEY"]]
     assert not any(secret in stderr for secret in secrets), stderr
@@ -809,12 +805,17 @@ def test_one_tool_call_runs_at_most_35_of_the_project_s_functions(load, workspac
 
 
 @pytest.mark.phase(4)
-def test_read_file_refuses_a_pipe_and_never_loads_a_huge_file(harness, server, workspace, load, project):
-    """A FIFO would block a read for ever: refused at once. A 300 MB file: one page of it, and the question before
-    writing over it, in little memory."""
+@needs_fifos
+def test_read_file_refuses_a_pipe(harness, server, workspace):
+    """A FIFO would block a read for ever: refused at once."""
     os.mkfifo(workspace / "pipe")
     results, _ = turn(harness, server, ("read_file", {"path": "pipe"}))
     assert results[0].startswith("error:"), results
+
+
+@pytest.mark.phase(4)
+def test_read_file_never_loads_a_huge_file(load, project):
+    """A 300 MB file: one page of it, and the question before writing over it, in little memory."""
     tools, policy = load("tools"), load("guards").policy(project)
     with open(project / "huge.txt", "wb") as file:
         file.truncate(300 * 1024 * 1024)

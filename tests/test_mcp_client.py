@@ -54,8 +54,9 @@ def start(stderr):
         server.close()
 
 
-def gone(pid, seconds=2):
-    """True once the process has ended (a zombie counts as ended: it runs nothing), within seconds."""
+def gone(pid, seconds=10):
+    """True once the process has ended (a zombie counts as ended: it runs nothing), within
+    seconds: a killed process ends when the kernel gets to it, which a busy machine puts off."""
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         try:
@@ -230,7 +231,8 @@ def test_close_from_another_thread_ends_a_waiting_call(start):
         server.call("work", {}, time.monotonic() + 5)
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.skipif(not sys.platform.startswith("linux"),
+                    reason="reads Linux's /proc: elsewhere, CI's Linux job runs it")
 def test_close_kills_a_server_that_will_not_stop_and_what_it_started(start, monkeypatch):
     monkeypatch.setattr(mcp_client, "GRACE", 0.2)
     server = start(fake("stubborn"))
@@ -242,7 +244,8 @@ def test_close_kills_a_server_that_will_not_stop_and_what_it_started(start, monk
     assert gone(pids["server"]) and gone(pids["grandchild"])
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.skipif(not sys.platform.startswith("linux"),
+                    reason="reads Linux's /proc: elsewhere, CI's Linux job runs it")
 def test_a_server_the_harness_forgets_ends_when_the_harness_does():
     script = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); import mcp_client; mcp_client.GRACE = 0.2\n"
               f"server = mcp_client.Server('forgotten', {fake('stubborn')!r}, {ENV!r}, None).start()\n"

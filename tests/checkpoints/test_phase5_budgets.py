@@ -12,7 +12,8 @@ import time
 
 import pytest
 from cases import CASES, start_cases
-from helpers import clean_env, groq_env, run_python, scripted_backend, tool_calls, trace_records
+from helpers import (clean_env, groq_env, needs_fifos, needs_signals, run_python, scripted_backend,
+                     tool_calls, trace_records)
 
 PHASE = 5
 FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
@@ -194,6 +195,7 @@ def test_a_long_text_is_cut_in_the_trace(harness, load, server, workspace):
         f"record's task has {cut}")
 
 
+@needs_fifos
 def test_a_trace_that_is_no_regular_file_ends_the_run_at_once(workspace, server):
     """--trace naming a pipe (or a folder) is an output_error before any request: exit 1, a message about the
     trace on stderr, and no wait for a reader that never comes."""
@@ -226,6 +228,7 @@ def test_a_run_killed_midway_leaves_a_trace_whose_lines_all_parse(workspace, ser
     assert kinds == ["start", "reply", "tool"], f"the records written before the kill: {kinds}"
 
 
+@needs_signals
 def test_ctrl_c_ends_the_run_as_interrupted_with_exit_130(workspace, server):
     """Ctrl-C while waiting for the model: `interrupted` in the trace's end record, exit 130, no traceback."""
     trace = workspace / "trace.jsonl"

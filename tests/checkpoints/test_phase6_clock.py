@@ -3,7 +3,6 @@ the deadline, within() waits for one; the model's reply, a person's answer and t
 the deadline; a command is stopped at the deadline and nothing it started outlives the run; the calls nobody was
 asked about run side by side, then the approved ones. Checked through at_once(), within(), run(), the command
 line, the trace, live processes and the scripted cases of tests/cases.py marked phase 6."""
-import os
 import signal
 import subprocess
 import sys
@@ -12,7 +11,8 @@ import time
 
 import pytest
 from cases import CASES, start_cases
-from helpers import clean_env, groq_env, run_python, running_commands, scripted_backend, tool_calls
+from helpers import (clean_env, groq_env, needs_signals, own_seconds, run_python, running_commands,
+                     scripted_backend, still_running, tool_calls)
 
 PHASE = 6
 FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
@@ -121,15 +121,17 @@ def test_the_approved_calls_run_after_the_unasked_ones(workspace, server):
     assert "harness.py" in listed and "made" not in listed, f"ls ran beside or after the approved touch: {listed}"
 
 
+@needs_signals
 def test_ctrl_c_leaves_no_command_running(workspace, server):
     """Ctrl-C while an approved command runs: exit 130, and the command is gone (run() stops every command in
     shell.RUNNING)."""
-    server.push(tool_calls(("run_shell", {"command": "sleep 62.5"})), "never asked")
+    command = f"sleep {own_seconds(62)}"  # this test's own: others may run beside it
+    server.push(tool_calls(("run_shell", {"command": command})), "never asked")
     process = subprocess.Popen([sys.executable, "harness.py", *OFF, "Sleep"], cwd=workspace,
                                env=clean_env(**groq_env(server)), stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for _ in range(400):
-        if running_commands("sleep 62.5"):
+        if running_commands(command):
             break
         time.sleep(0.05)
     else:
@@ -138,21 +140,17 @@ def test_ctrl_c_leaves_no_command_running(workspace, server):
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=20)
     assert process.returncode == 130 and "Traceback" not in stderr, stderr
-    for _ in range(20):  # a moment for the kill to land
-        if not running_commands("sleep 62.5"):
-            break
-        time.sleep(0.1)
-    assert running_commands("sleep 62.5") == [], "the command outlived the run"
+    assert still_running(command) == [], "the command outlived the run"
 
 
 def test_what_left_the_command_s_group_ends_with_it(workspace, server):
     """--sandbox off, where no sandbox's own process numbers end them: processes the command left behind in a
     session of their own (setsid, a double fork) are gone when it returns (Linux: the harness is their
     subreaper, and shell.run() ends what came back to it)."""
-    seconds = f"6{os.getpid() % 10}.{time.monotonic_ns() % 10**6}"  # this test's own: others may run beside it
+    seconds = own_seconds(60)  # this test's own: others may run beside it
     command = f"setsid sleep {seconds} > /dev/null 2>&1 & (setsid sh -c 'sleep {seconds} &' &)"
     server.push(tool_calls(("run_shell", {"command": command})), "Done.")
     result = run_python(workspace, "harness.py", *OFF, "Leave something behind", env=groq_env(server))
     assert result.returncode == 0, result.stderr
-    time.sleep(0.5)
-    assert running_commands(f"sleep {seconds}") == [], "a process that left the command's group outlived it"
+    assert still_running(f"sleep {seconds}") == [], \
+        "a process that left the command's group outlived it"

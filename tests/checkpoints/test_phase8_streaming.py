@@ -10,8 +10,9 @@ import time
 
 import pytest
 from cases import CASES, start_cases
-from helpers import (clean_env, groq_env, run_python, running_commands, scripted_backend, since_first_request,
-                     tool_calls, trace_records)
+from helpers import (clean_env, groq_env, needs_dev_full, needs_signals, own_seconds,
+                     posix_redirections, run_python, running_commands, scripted_backend,
+                     since_first_request, still_running, tool_calls, trace_records)
 
 PHASE = 8
 FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
@@ -77,12 +78,13 @@ def traced(workspace, kind):
         return False
 
 
-@pytest.mark.parametrize("signal_number, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)],
-                         ids=["SIGINT", "SIGTERM", "SIGHUP"])
-def test_a_signal_while_a_command_runs_ends_the_run_at_once(workspace, server, signal_number, code):
+@needs_signals
+@pytest.mark.parametrize("code", [130, 143, 129], ids=["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_while_a_command_runs_ends_the_run_at_once(workspace, server, code):
     """SIGINT, SIGTERM or SIGHUP while an approved command runs: exit 130, 143 or 129 at once (long before the
     command's own 10 s timeout), the command killed, the trace's end record interrupted, the call answered."""
-    command = f"sleep 62.{signal_number}"
+    signal_number = code - 128  # a shell's exit code for a signal: 2 SIGINT, 15 SIGTERM, 1 SIGHUP
+    command = f"sleep {own_seconds(62)}"  # this test's own: others may run beside it
     server.push(tool_calls(("run_shell", {"command": command})), "never asked")
     process = start(workspace, server, "--yes", "--sandbox", "off", "Sleep")
     assert wait_for(lambda: running_commands(command)), "the command should be running"
@@ -93,12 +95,13 @@ def test_a_signal_while_a_command_runs_ends_the_run_at_once(workspace, server, s
     assert process.returncode == code, f"step 6: exit {code} for this signal, not {process.returncode}: {stderr}"
     assert seconds < 5, f"step 6: the run ends at once, not at the command's timeout (it took {seconds:.1f} s, over 5)"
     assert b"Traceback" not in stderr, stderr.decode()
-    assert wait_for(lambda: not running_commands(command), 3), "the command must be killed with the run"
+    assert still_running(command) == [], "the command must be killed with the run"
     records = trace_records(workspace / "t.jsonl")
     assert records[-1].get("type") == "end" and records[-1].get("status") == "interrupted", records[-1]
     assert [r.get("type") for r in records].count("tool") == 1, "the call is answered in the trace"
 
 
+@needs_signals
 def test_a_signal_at_a_question_ends_the_run_and_runs_nothing(workspace, server):
     """SIGTERM while the approval question waits for an answer: exit 143, nothing run, the trace closed."""
     server.push(tool_calls(("run_shell", {"command": "touch made"})), "never asked")
@@ -112,6 +115,7 @@ def test_a_signal_at_a_question_ends_the_run_and_runs_nothing(workspace, server)
     assert trace_records(workspace / "t.jsonl")[-1].get("status") == "interrupted", "the trace's end record"
 
 
+@needs_signals
 def test_a_signal_after_the_run_ended_changes_nothing(workspace, server):
     """SIGTERM after the trace's end record, while the answer is still being printed: ignored, exit 0."""
     server.push("x" * 300_000)  # more than a pipe holds: printing it waits for the reader
@@ -125,7 +129,10 @@ def test_a_signal_after_the_run_ended_changes_nothing(workspace, server):
     assert stdout.count(b"x") == 300_000 and trace_records(workspace / "t.jsonl")[-1].get("status") == "answered"
 
 
-@pytest.mark.parametrize("redirect, code", [(">&-", 1), (">/dev/full", 1), ("2>&-", 0), ("2>/dev/full", 0)])
+@posix_redirections
+@pytest.mark.parametrize("redirect, code", [
+    (">&-", 1), pytest.param(">/dev/full", 1, marks=needs_dev_full),
+    ("2>&-", 0), pytest.param("2>/dev/full", 0, marks=needs_dev_full)])
 def test_output_that_cannot_be_written_ends_in_a_status(workspace, server, redirect, code):
     """Standard output closed or full: exit 1, `standard output` named on stderr, the trace's end written. Standard
     error closed or full: the run goes on without it, and answers (exit 0)."""
