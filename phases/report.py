@@ -53,6 +53,7 @@ SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc/alternative
           sys.base_prefix, sys.prefix)
 SHOWN = ("tests", "phases", "demo_model.py", "ticket_server.py", "pytest.ini")
 NOBODY = 65534  # whom the checks run as when you run the report as root: the user id of "nobody"
+AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0  # Windows has no root, nor geteuid
 WORKFLOW = ROOT / ".github" / "workflows" / "classroom.yml"  # GitHub Classroom's grading: points
 POINTS = 10  # a phase's points when there is no workflow to read: the workflow's own default
 # Runs the checks in a process of their own, reporting through recorder() below.
@@ -211,7 +212,7 @@ def boxed(command, sandbox, writable):
         places += ["--bind", str(place), str(place)]
     places += ["--chdir", str(writable[-1])]
     common = ["--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev"]
-    if os.geteuid() != 0:
+    if not AS_ROOT:
         return [sandbox, "--unshare-all", *common, "--tmpfs", "/tmp", *places, "--", *command]
     # Run as root, bubblewrap keeps root's capabilities inside (enough to make a read-only folder
     # writable again) and covers parts of /proc, which stops a bubblewrap inside from mounting its
@@ -229,7 +230,7 @@ def boxed(command, sandbox, writable):
 
 def owned(folder):
     """Run as root, a folder the checks write in the sandbox is nobody's, as whom they run."""
-    if os.geteuid() == 0:
+    if AS_ROOT:
         for path in [Path(folder), *Path(folder).rglob("*")]:
             os.chown(path, NOBODY, NOBODY)
     return folder
@@ -261,8 +262,8 @@ def run_checks(code, phases, exercises, sandbox=None):
             printed = process.communicate(timeout=CHECK_SECONDS)[0]
         except subprocess.TimeoutExpired:
             printed = None
-        try:
-            os.killpg(process.pid, signal.SIGKILL)  # and whatever it started that is still running
+        try:  # and whatever it started that is still running (Windows: the process alone)
+            os.killpg(process.pid, signal.SIGKILL) if hasattr(os, "killpg") else process.kill()
         except ProcessLookupError:
             pass
         if printed is None:

@@ -4,8 +4,8 @@ on a branch of your own.
 Run:  python phases/tags.py              builds v0.0-start, v0.1-hello, v0.2-loop, ...
                                          (then: git diff v0.2-loop v0.3-guardrails)
       python phases/tags.py start 3      puts you on a new branch my-phase-3 at phase 3's start
-v0.0-start is HEAD's committed tree without the code you write; each later tag adds a checkpoint's
-code, in one linear history, the same each time, leaving your files and branch alone. In your own
+v0.0-start is HEAD's committed tree without the code you write (nor the course's own CI); each
+later tag adds a checkpoint's code, in one linear history, the same each time, leaving your files and branch alone. In your own
 repository (a Classroom copy) a phase's start is a new commit on top of yours: no push needs force.
 """
 import os
@@ -20,6 +20,9 @@ AUTHOR = {"GIT_AUTHOR_NAME": "course", "GIT_AUTHOR_EMAIL": "course@example.inval
           "GIT_AUTHOR_DATE": "2026-01-01T00:00:00+00:00", "GIT_COMMITTER_NAME": "course",
           "GIT_COMMITTER_EMAIL": "course@example.invalid",
           "GIT_COMMITTER_DATE": "2026-01-01T00:00:00+00:00"}
+# The course's own CI (8 jobs a push, on three OSes): not in a learner's copy, whose checks are
+# classroom.yml's
+COURSE_ONLY = (".github/workflows/course.yml",)
 # Who makes a phase's start on top of your commits: the course, dated now (your history in order).
 NOW = {name: value for name, value in AUTHOR.items() if not name.endswith("_DATE")}
 
@@ -57,6 +60,8 @@ def build_tree(phase, files):
                 git("update-index", "--add", "--cacheinfo", f"100644,{blob},{name}", env=index)
             else:
                 git("update-index", "--force-remove", name, env=index)
+        for name in COURSE_ONLY:
+            git("update-index", "--force-remove", name, env=index)
         return git("write-tree", env=index)
 
 

@@ -698,6 +698,8 @@ def test_tag_builder_makes_one_tag_per_phase_and_touches_nothing(clone):
         assert changed and all("/" not in name and name.endswith(".py") for name in changed), changed
     start = git("ls-tree", "--name-only", "v0.0-start", cwd=clone).split()
     assert "demo_model.py" in start and "phases" in start and not {"backend.py", "harness.py"} & set(start)
+    workflows = git("ls-tree", "-r", "--name-only", "v0.0-start", ".github", cwd=clone).split()
+    assert ".github/workflows/classroom.yml" in workflows and ".github/workflows/course.yml" not in workflows
     for checkpoint in checkpoints():
         for source in checkpoint.glob("*.py"):
             assert git("show", f"{tag_name(checkpoint)}:{source.name}", cwd=clone) == source.read_text().rstrip("\n")

@@ -911,6 +911,7 @@ def test_a_folder_swapped_for_a_link_never_leads_a_tool_outside(load, project, t
     assert (home / ".bashrc").read_text() == "# the person's own\n"
 
 
+@needs_fifos
 @pytest.mark.phase(4)
 def test_a_write_to_a_pipe_is_refused_at_once(load, project, server):
     """write_file to a FIFO named CHANGELOG.md, approved in advance and with no deadline: refused at once, as a
