@@ -5,8 +5,9 @@ Run:  python phases/tags.py              builds v0.0-start, v0.1-hello, v0.2-loo
                                          (then: git diff v0.2-loop v0.3-guardrails)
       python phases/tags.py start 3      puts you on a new branch my-phase-3 at phase 3's start
 v0.0-start is HEAD's committed tree without the code you write (nor the course's own CI); each
-later tag adds a checkpoint's code, in one linear history, the same each time, leaving your files and branch alone. In your own
-repository (a Classroom copy) a phase's start is a new commit on top of yours: no push needs force.
+later tag adds a checkpoint's code, in one linear history, the same each time, leaving your files
+and branch alone. In your own repository (a Classroom copy) a phase's start is a new commit on top
+of yours: no push needs force.
 """
 import os
 import subprocess
