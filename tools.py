@@ -16,6 +16,8 @@ from stat import S_ISREG
 
 import guards
 import shell
+import threading
+import time
 from guards import ToolError
 
 # longest result sent back to the model; one huge file must not flood the conversation
@@ -131,7 +133,7 @@ def unusable(schema, where="the schema"):
         return f"{where} has {word} {json.dumps(schema[word])[:50]}, which is not checked here"
     parts = [*(schema.get("properties") or {}).items(),
              *([("items", schema["items"])] if "items" in schema
-                                                         else [])]
+               else [])]
     return next(filter(None, (unusable(part, f"{where}.{name}") for name, part in parts)), None)
 
 
@@ -303,6 +305,36 @@ def mcp_call(server, tool, args, deadline):
 # name: the function that runs a call; how a call is decided (None: it only reads, and runs as
 # asked); the kind of call a person approves (one of guards.KINDS; --yes approves them in advance);
 # what the model reads
+def at_once(functions, deadline):
+    """Run the functions side by side, each on a thread, and wait for them until the deadline (a
+    time.monotonic(), or None). Returns a box for each: {"value": returned}, {"error": raised}, or
+    {} when not finished in time."""
+    boxes = [{} for _ in functions]
+
+    def fill(box, function):
+        began = time.monotonic()
+        try:
+            box["value"] = function()
+        except BaseException as error:  # handed to the caller, who decides
+            box["error"] = error
+        box["seconds"] = round(time.monotonic() - began, 3)
+
+    if deadline is None and len(functions) == 1:
+        # nothing to wait for side by side: a thread would only cost
+        fill(boxes[0], functions[0])
+        if isinstance(boxes[0].get("error"), KeyboardInterrupt):
+            # Ctrl-C, here in the main thread, ends the run
+            raise boxes[0]["error"]
+        return boxes
+    threads = [threading.Thread(target=fill, args=pair, daemon=True)
+               for pair in zip(boxes, functions)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(None if deadline is None else max(deadline - time.monotonic(), 0))
+    return boxes
+
+
 REGISTRY = {
     "read_file": {
         "function": read_file, "decide": None, "kind": None,

@@ -12,7 +12,7 @@ never runs.
 import json
 
 import guards
-from backend import chat, choose
+from backend import assistant_message, chat, choose
 from guards import ToolError
 from tools import REGISTRY, TOOLS, plan, truncate
 
@@ -43,29 +43,6 @@ def run(task, backend=None, approve=ignore, policy=None, on_call=ignore):
             messages.append({"role": "tool", "tool_call_id": call.id,
                              "content": run_tool(call, approve, policy)})
     return None
-
-
-def assistant_message(message):
-    """Rebuild the model's reply with only the fields every server accepts back (no 'reasoning' and
-    such)."""
-    reply = {"role": "assistant", "content": message.content or ""}
-    if message.tool_calls:
-        reply["tool_calls"] = [
-            {"id": call.id, "type": "function",
-             "function": {"name": call.function.name,
-                          "arguments": valid_json(call.function.arguments)}}
-            for call in message.tool_calls]
-    return reply
-
-
-def valid_json(text):
-    """The arguments to send back: the model's own if they parse, else "{}" (servers reject broken
-    JSON)."""
-    try:
-        json.loads(text)
-        return text
-    except (TypeError, ValueError):
-        return "{}"
 
 
 def run_tool(call, approve, policy):

@@ -1,6 +1,5 @@
 """The agent loop: send the task, run the tools the model asks for, send back the results, repeat.
-run(task) returns a Result and prints nothing; cli.py, the front door, shows what it does and asks
-you.
+run(task) returns a Result and prints nothing; cli.py, the front door, shows it and asks you.
 
 Run:
     python harness.py "List the files here, then read backend.py and tell me which model it calls."
@@ -18,7 +17,7 @@ import json
 from dataclasses import dataclass, field
 
 import guards
-from backend import BackendError, chat, choose
+from backend import BackendError, assistant_message, chat, choose
 from guards import ToolError, mask
 from tools import REGISTRY, TOOLS, check_call, plan, truncate
 
@@ -30,8 +29,7 @@ SYSTEM = ("You are a careful assistant working in the user's workspace directory
 
 
 def ignore(*args, **fields):
-    """A hook nobody gave: it shows nothing, records nothing, and approves nothing (None is no
-    yes)."""
+    """A hook nobody gave: it shows nothing, records nothing, approves nothing (None is no yes)."""
 
 
 @dataclass
@@ -46,10 +44,8 @@ class Limits:
 
 @dataclass
 class Result:
-    """One run, as it goes and when it is over: what it was given (who answers, what it may touch,
-    its budgets, the functions it calls to show a call, ask and record) and what it did. run() fills
-    it and returns it: status says how it ended; messages is the whole conversation, ready to read
-    or to continue."""
+    """One run: what it was given (who answers, what it may touch, its budgets, the hooks it calls)
+    and what it did. run() fills it and returns it; messages can be read or continued."""
     backend: dict = None  # choose()'s: who answers
     policy: guards.Policy = None  # what it may touch, and what it asks about
     limits: Limits = field(default_factory=Limits)
@@ -71,8 +67,7 @@ class Result:
 
 
 class Stop(Exception):
-    """Ends the run with a status, e.g. Stop("step_limit") or Stop("output_error", "the trace file
-    is full")."""
+    """Ends the run with a status, e.g. Stop("step_limit"), Stop("output_error", "disk full")."""
 
     def __init__(self, status, error=""):
         super().__init__(error or status)
@@ -102,8 +97,7 @@ def run(task, backend=None, approve=ignore, limits=None, started=None, history=N
         result.status, result.error = "provider_error", str(error)
     except KeyboardInterrupt:
         result.status = "interrupted"
-    except Exception as error:
-        # a fault of ours, or of a library's: the run still ends with a status and a record
+    except Exception as error:  # a fault of ours or a library's: still a status and a record
         result.status, result.error = "internal_error", f"{type(error).__name__}: {error}"
     return finish(result, started)
 
@@ -137,8 +131,7 @@ def loop(result):
 
 
 def check_budgets(result):
-    """Every budget, decided in one place before each request: raises Stop naming the one that ran
-    out."""
+    """Every budget, decided in one place before each request: Stop names the one that ran out."""
     limits = result.limits
     if result.deadline and time.monotonic() >= result.deadline:
         raise Stop("deadline")
@@ -166,9 +159,9 @@ def ask(result):
     for name in result.usage:
         result.usage[name] += usage[name]
     result.record("reply", step=result.steps, finish_reason=response.choices[0].finish_reason,
-                          content=message.content,
+                  content=message.content,
                   calls=[call.id for call in message.tool_calls or []],
-                          usage=usage, seconds=round(time.monotonic() - asked, 3))
+                  usage=usage, seconds=round(time.monotonic() - asked, 3))
     return message
 
 
@@ -191,8 +184,8 @@ def run_tools(result, calls):
         text = truncate(mask(result.policy, text))
         result.messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
         result.record("tool", step=result.steps, id=call.id, name=call.function.name,
-                              arguments=call.function.arguments, is_error=failed, result=text,
-                              seconds=round(time.monotonic() - began, 3))
+                      arguments=call.function.arguments, is_error=failed, result=text,
+                      seconds=round(time.monotonic() - began, 3))
 
 
 def decide(result, call):
@@ -220,8 +213,7 @@ def decide(result, call):
 
 
 def answer_every_call(result):
-    """The conversation stays one the API accepts, whatever ended the run: a call without a result
-    gets one."""
+    """Whatever ended the run, every call gets a result, so the API takes the conversation."""
     last = next((m for m in reversed(result.messages) if m["role"] == "assistant"), {})
     answered = {m.get("tool_call_id") for m in result.messages}
     for call in last.get("tool_calls", []):
@@ -229,31 +221,7 @@ def answer_every_call(result):
             content = f"error: not run: the run ended first ({result.status})"
             result.messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
             result.record("tool", step=result.steps, id=call["id"], name=call["function"]["name"],
-                                  arguments=call["function"]["arguments"], is_error=True,
-                          result=content)
-
-
-def assistant_message(message):
-    """Rebuild the model's reply with only the fields every server accepts back (no 'reasoning' and
-    such)."""
-    reply = {"role": "assistant", "content": message.content or ""}
-    if message.tool_calls:
-        reply["tool_calls"] = [
-            {"id": call.id, "type": "function",
-             "function": {"name": call.function.name,
-                          "arguments": valid_json(call.function.arguments)}}
-            for call in message.tool_calls]
-    return reply
-
-
-def valid_json(text):
-    """The arguments to send back: the model's own if they parse, else "{}" (servers reject broken
-    JSON)."""
-    try:
-        json.loads(text)
-        return text
-    except (TypeError, ValueError):
-        return "{}"
+                          arguments=call["function"]["arguments"], is_error=True, result=content)
 
 
 if __name__ == "__main__":  # the command line is the front door's: cli.py

@@ -15,6 +15,8 @@ from stat import S_ISREG
 
 import guards
 import shell
+import threading
+import time
 from guards import ToolError
 
 # longest result sent back to the model; one huge file must not flood the conversation
@@ -244,6 +246,29 @@ def write_question(policy, path, content):
 # name: the function that runs a call; how a call is decided (None: it only reads, and runs as
 # asked); the kind of call a person approves (one of guards.KINDS; --yes approves them in advance);
 # what the model reads
+def at_once(functions, deadline):
+    """Run the functions side by side, each on a thread, and wait for them until the deadline (a
+    time.monotonic(), or None). Returns a box for each: {"value": returned}, {"error": raised}, or
+    {} when not finished in time."""
+    boxes = [{} for _ in functions]
+
+    def fill(box, function):
+        began = time.monotonic()
+        try:
+            box["value"] = function()
+        except BaseException as error:  # handed to the caller, who decides
+            box["error"] = error
+        box["seconds"] = round(time.monotonic() - began, 3)
+
+    threads = [threading.Thread(target=fill, args=pair, daemon=True)
+               for pair in zip(boxes, functions)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(None if deadline is None else max(deadline - time.monotonic(), 0))
+    return boxes
+
+
 REGISTRY = {
     "read_file": {
         "function": read_file, "decide": None, "kind": None,

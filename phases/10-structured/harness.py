@@ -1,6 +1,5 @@
 """The agent loop: send the task, run the tools the model asks for, send back the results, repeat.
-run(task) returns a Result and prints nothing; cli.py, the front door, shows what it does and asks
-you.
+run(task) returns a Result and prints nothing; cli.py, the front door, shows it and asks you.
 
 Run:
     python harness.py "List the files here, then read backend.py and tell me which model it calls."
@@ -17,33 +16,29 @@ STARTED = time.monotonic()  # --deadline counts from here: the imports below tak
 
 import json
 import os
-import threading
 from dataclasses import dataclass, field
 from functools import partial
 
 import guards
 import shell
-from backend import BackendError, chat, choose
+from backend import BackendError, assistant_message, chat, choose
 from guards import ToolError, mask
-from tools import MAX_COMMAND, REGISTRY, TOOLS, BadCall, check_call, plan, truncate
+from tools import BadCall, MAX_COMMAND, REGISTRY, TOOLS, at_once, check_call, plan, truncate
 
 MAX_STEPS = 10  # model replies per task; a loop without a limit is a blank check
 MAX_TOOL_CALLS = 30  # tool calls per task, refused ones included
 CHARS_PER_TOKEN = 4  # to estimate tokens when a server does not count them
-# seconds past the deadline that a command stopped by it (or the run's report) has to finish
-GRACE = 1
+GRACE = 1  # seconds past the deadline a command stopped by it has to finish
 OUTPUT_TRIES = 3  # answers that do not fit the output schema before the run ends as invalid_output
 FINAL_TOOL = "final_answer"  # the tool a model gives an answer with a shape to
-# the same call in this many turns in a row: the model is told; once more and the run stops
-SAME_CALL_LIMIT = 3
+SAME_CALL_LIMIT = 3  # the same call this many turns in a row: the model is told; once more, stop
 SYSTEM = ("You are a careful assistant working in the user's workspace directory. "
           "Use the tools to look at the files before you answer, then answer briefly.")
 EMPTY_ANSWER = "Your reply was empty. Answer the task in words, or call a tool."
 
 
 def ignore(*args, **fields):
-    """A hook nobody gave: it shows nothing, records nothing, and approves nothing (None is no
-    yes)."""
+    """A hook nobody gave: it shows nothing, records nothing, approves nothing (None is no yes)."""
 
 
 @dataclass
@@ -58,10 +53,8 @@ class Limits:
 
 @dataclass
 class Result:
-    """One run, as it goes and when it is over: what it was given (who answers, what it may touch,
-    its budgets, the functions it calls to show a call, ask and record) and what it did. run() fills
-    it and returns it: status says how it ended; messages is the whole conversation, ready to read
-    or to continue."""
+    """One run: what it was given (who answers, what it may touch, its budgets, the hooks it calls)
+    and what it did. run() fills it and returns it; messages can be read or continued."""
     backend: dict = None  # choose()'s: who answers
     policy: guards.Policy = None  # what it may touch, and what it asks about
     limits: Limits = field(default_factory=Limits)
@@ -95,8 +88,7 @@ class Result:
 
 
 class Stop(Exception):
-    """Ends the run with a status, e.g. Stop("step_limit") or Stop("output_error", "the trace file
-    is full")."""
+    """Ends the run with a status, e.g. Stop("step_limit"), Stop("output_error", "disk full")."""
 
     def __init__(self, status, error=""):
         super().__init__(error or status)
@@ -120,7 +112,6 @@ def run(task, backend=None, approve=ignore, limits=None, started=None, history=N
                     on_note, record, options or {}, model.model_json_schema() if model else output,
                     model, messages=[*(history or [{"role": "system", "content": SYSTEM}]),
                                      {"role": "user", "content": task}])
-    # history's
     result.used_ids.update(m["tool_call_id"] for m in result.messages if m.get("tool_call_id"))
     try:
         result.backend = backend or choose()
@@ -133,8 +124,7 @@ def run(task, backend=None, approve=ignore, limits=None, started=None, history=N
         result.status, result.error = "provider_error", str(error)
     except KeyboardInterrupt:
         result.status = "interrupted"
-    except Exception as error:
-        # a fault of ours, or of a library's: the run still ends with a status and a record
+    except Exception as error:  # a fault of ours or a library's: still a status and a record
         result.status, result.error = "internal_error", f"{type(error).__name__}: {error}"
     return finish(result, started)
 
@@ -166,8 +156,7 @@ def loop(result):
         if not message.tool_calls and (message.content or "").strip() and result.schema is None:
             result.answer = message.content
             return
-        if not message.tool_calls and result.schema is not None:
-            # words, where a shape was asked for
+        if not message.tool_calls and result.schema is not None:  # words, not the shape asked
             result.bad_answers += 1
             result.messages.append({"role": "user",
                                     "content": f"Give your final answer by calling {FINAL_TOOL}."})
@@ -183,8 +172,7 @@ def loop(result):
 
 
 def check_budgets(result):
-    """Every budget, decided in one place before each request: raises Stop naming the one that ran
-    out."""
+    """Every budget, decided in one place before each request: Stop names the one that ran out."""
     limits = result.limits
     if result.deadline and time.monotonic() >= result.deadline:
         raise Stop("deadline")
@@ -199,40 +187,30 @@ def check_budgets(result):
 
 
 def ask(result):
-    """One model reply, waited for until the deadline; its tokens counted, its call ids made unique,
-    its record traced. A reply cut short, filtered or refused ends the run with that status, and
-    nothing in it runs."""
+    """One model reply, waited for until the deadline, its tokens counted, its call ids unique. A
+    reply cut short, filtered or refused ends the run with that status; nothing in it runs."""
     result.steps += 1
     asked = time.monotonic()
     tools, options = TOOLS, dict(result.options)
-    if result.steps > 1 or result.bad_answers:
-        # a forced tool choice, held on, would never let it answer
+    if result.steps > 1 or result.bad_answers:  # a forced tool choice, kept, would never answer
         options.pop("tool_choice", None)
     if result.schema is not None:
-        tools = [*TOOLS, {"type": "function",
-                          "function": {"name": FINAL_TOOL, "parameters": result.schema,
-                                                           "description": "Give your final "
-                                                                          "answer, in this "
-                                                                          "shape."}}]
+        tools = [*TOOLS, {"type": "function", "function": {
+            "name": FINAL_TOOL, "parameters": result.schema,
+            "description": "Give your final answer, in this shape."}}]
         if result.bad_answers:
             options["tool_choice"] = {"type": "function", "function": {"name": FINAL_TOOL}}
-    response = within(result.deadline, "the model",
-                      partial(chat, result.messages, tools, result.backend,
-                                                             result.on_note, result.on_text,
-                              options))
+    response = within(result.deadline, "the model", partial(
+        chat, result.messages, tools, result.backend, result.on_note, result.on_text, options))
     message, finish = response.choices[0].message, response.choices[0].finish_reason
-    for call in message.tool_calls or []:
-        # a server may send an empty id, or one used before: the next
+    for call in message.tool_calls or []:  # an empty or used id would break the API's pairing
         if not call.id or call.id in result.used_ids:
-            # request would then break the API's pairing rules
             call.id = f"call_{os.urandom(8).hex()}"
         result.used_ids.add(call.id)
     if response.usage and response.usage.total_tokens:  # the server's own count, when it sends one
         usage = {"prompt_tokens": response.usage.prompt_tokens,
                  "completion_tokens": response.usage.completion_tokens}
-    else:
-        # an estimate: reading the whole conversation again costs a little more each step, so only
-        # then
+    else:  # an estimate: the whole conversation measured again, so only when there is no count
         usage = {
             "prompt_tokens": len(json.dumps(result.messages)) // CHARS_PER_TOKEN,
             "completion_tokens": len(json.dumps(assistant_message(message))) // CHARS_PER_TOKEN,
@@ -242,13 +220,11 @@ def ask(result):
         result.usage[name] += usage[name]
     ending = ("refused" if message.refusal
               else {"length": "incomplete", "content_filter": "content_filter"}.get(finish))
-    # an ending reply's calls never run
     calls = [] if ending else [call.id for call in message.tool_calls or []]
     result.record("reply", step=result.steps, finish_reason=finish, content=message.content,
                   refusal=message.refusal, calls=calls, usage=usage,
                   seconds=round(time.monotonic() - asked, 3))
-    if ending:
-        # no half-written calls
+    if ending:  # kept without its half-written calls
         result.messages.append({"role": "assistant", "content": message.content or ""})
         result.answer = message.content or message.refusal or ""
         raise Stop(ending, f"the model refused: {message.refusal}" if message.refusal else
@@ -270,8 +246,7 @@ def run_tools(result, calls):
             checked[call.id] = error
     told = repeated(result, calls, checked, result.schema is not None)
     decided = [(call, told[call.id], False) if call.id in told
-               else decide(result, call, checked[call.id])
-               for call in calls]
+               else decide(result, call, checked[call.id]) for call in calls]
     outcomes = {}
     for asked in (False, True):
         batch = [(call, action) for call, action, was_asked in decided
@@ -288,10 +263,9 @@ def run_tools(result, calls):
         else:  # it raised, or did not finish in time: the model hears why
             error, failed = box.get("error"), True
             text = (f"error: {error}" if isinstance(error, ToolError) else
-                    f"error: {type(error).__name__}: {error}" if error
-                    else "error: not finished by the deadline")
-        # masked before it is cut: a cut could split a secret
-        text = truncate(mask(result.policy, text))
+                    f"error: {type(error).__name__}: {error}" if error else
+                    "error: not finished by the deadline")
+        text = truncate(mask(result.policy, text))  # masked first: a cut could split a secret
         result.messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
         result.record("tool", step=result.steps, id=call.id, name=call.function.name,
                       arguments=call.function.arguments, is_error=failed, result=text,
@@ -302,11 +276,9 @@ def run_tools(result, calls):
 
 def repeated(result, calls, checked, shaped):
     """The calls the model made, by meaning, in each of the last SAME_CALL_LIMIT turns: {id: the
-    outcome telling it so}; they do not run again. Raises Stop("repeated") when it goes on past
-    that. A call's meaning is what it would do: its checked arguments, defaults filled in, a path
-    and a command normalized, so spacing, key order and ./ do not count: read_file '{"path": "./a"}'
-    and '{ "path":"a", "offset": 1 }' match. shaped: an answer given to FINAL_TOOL is no call to
-    repeat (OUTPUT_TRIES counts the ones that do not fit)."""
+    outcome telling it so}; they do not run again. Stop("repeated") when it goes on past that. A
+    call's meaning is what it would do: its checked arguments, a path and a command normalized, so
+    spacing, key order and ./ do not count. shaped: an answer to FINAL_TOOL is no call to repeat."""
     meanings = {}
     for call in calls:
         args = checked[call.id]
@@ -316,26 +288,23 @@ def repeated(result, calls, checked, shaped):
         if isinstance(args.get("path"), str):
             args = {**args, "path": os.path.normpath(args["path"])}
         if isinstance(args.get("command"), str) and len(args["command"]) <= MAX_COMMAND:
-            # longer: refused unread
-            args = {**args, "command": guards.words(args["command"])}
+            args = {**args, "command": guards.words(args["command"])}  # longer: refused unread
         meanings[call.id] = call.function.name, json.dumps(args, sort_keys=True)
     turn = {meanings[call.id] for call in calls
             if not (shaped and call.function.name == FINAL_TOOL)}
     result.recent = [*result.recent, turn][-SAME_CALL_LIMIT - 1:]
-    again = set.intersection(*result.recent) if len(result.recent) > SAME_CALL_LIMIT else set()
-    if again:
+    if len(result.recent) > SAME_CALL_LIMIT and set.intersection(*result.recent):
         raise Stop("repeated",
                    f"the model made the same call in {SAME_CALL_LIMIT + 1} turns in a row")
     told = set.intersection(*result.recent) if len(result.recent) == SAME_CALL_LIMIT else set()
     return {call.id: (f"error: not run: you made this exact call in {SAME_CALL_LIMIT} turns in a "
-                      "row; its result will not change, so use what you have "
-                      "or try something else", True) for call in calls
-            if meanings[call.id] in told}
+                      "row; its result will not change, so use what you have or try something "
+                      "else", True) for call in calls if meanings[call.id] in told}
 
 
 def decide(result, call, args):
     """(call, what will run, whether a person was asked): what will run is a function returning the
-    outcome, or the outcome (text, failed) that says why nothing will. Deciding is on the clock, a
+    outcome, or the outcome (text, failed) saying why nothing will. Deciding is on the clock, a
     person's answer too."""
     result.tool_calls += 1
     if call.function.name == FINAL_TOOL and result.schema is not None:
@@ -350,61 +319,28 @@ def decide(result, call, args):
         tool = REGISTRY[call.function.name]
         action, question = within(result.deadline, "the harness to decide the call", partial(
             plan, result.policy, tool, args, result.deadline))
-        # not approved in advance (--yes)
-        asked = question and tool["kind"] not in result.policy.unasked
+        asked = question and tool["kind"] not in result.policy.unasked  # not approved by --yes
         if asked and within(result.deadline, "your answer",
                             partial(result.approve, question)) is not True:
-            return call, ("error: the user declined this call; do not try it again, find "
-                          "another way or answer",
-                          True), True
+            return call, ("error: the user declined this call; do not try it again, find another "
+                          "way or answer", True), True
         return call, action, bool(question)
     except ToolError as error:  # refused, or a broken call: the message says why
         return call, (truncate(f"error: {error}"), True), False
 
 
 def final_answer(result, args):
-    """Take the answer given to FINAL_TOOL when it fits the output schema (and its model, if there
-    is one); else say what does not fit."""
+    """Take the answer given to FINAL_TOOL when it fits the output schema (and its model, if one);
+    else say what does not fit."""
     try:
         if isinstance(args, BadCall):
             raise args
         result.output = result.model.model_validate(args) if result.model else args
-    except (BadCall, ValueError) as error:
-        # ValueError: pydantic's ValidationError, for what a schema cannot say
+    except (BadCall, ValueError) as error:  # ValueError: pydantic's, for what a schema cannot say
         result.bad_answers += 1
         return f"error: {error}. Call {FINAL_TOOL} again with an answer that fits.", True
     result.answer = json.dumps(args)
     return "accepted: that is the final answer", False
-
-
-def at_once(functions, deadline):
-    """Run the functions side by side, each on a thread, and wait for them until the deadline (a
-    time.monotonic(), or None). Returns a box for each: {"value": returned}, {"error": raised}, or
-    {} when not finished in time."""
-    boxes = [{} for _ in functions]
-
-    def fill(box, function):
-        began = time.monotonic()
-        try:
-            box["value"] = function()
-        except BaseException as error:  # handed to the caller, who decides
-            box["error"] = error
-        box["seconds"] = round(time.monotonic() - began, 3)
-
-    if deadline is None and len(functions) == 1:
-        # nothing to wait for side by side: a thread would only cost
-        fill(boxes[0], functions[0])
-        if isinstance(boxes[0].get("error"), KeyboardInterrupt):
-            # Ctrl-C, here in the main thread, ends the run
-            raise boxes[0]["error"]
-        return boxes
-    threads = [threading.Thread(target=fill, args=pair, daemon=True)
-               for pair in zip(boxes, functions)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(None if deadline is None else max(deadline - time.monotonic(), 0))
-    return boxes
 
 
 def within(deadline, what, function):
@@ -420,8 +356,7 @@ def within(deadline, what, function):
 
 
 def answer_every_call(result):
-    """The conversation stays one the API accepts, whatever ended the run: a call without a result
-    gets one."""
+    """Whatever ended the run, every call gets a result, so the API takes the conversation."""
     last = next((m for m in reversed(result.messages) if m["role"] == "assistant"), {})
     answered = {m.get("tool_call_id") for m in result.messages}
     for call in last.get("tool_calls", []):
@@ -429,31 +364,7 @@ def answer_every_call(result):
             content = f"error: not run: the run ended first ({result.status})"
             result.messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
             result.record("tool", step=result.steps, id=call["id"], name=call["function"]["name"],
-                                  arguments=call["function"]["arguments"], is_error=True,
-                          result=content)
-
-
-def assistant_message(message):
-    """Rebuild the model's reply with only the fields every server accepts back (no 'reasoning' and
-    such)."""
-    reply = {"role": "assistant", "content": message.content or ""}
-    if message.tool_calls:
-        reply["tool_calls"] = [
-            {"id": call.id, "type": "function",
-             "function": {"name": call.function.name,
-                          "arguments": valid_json(call.function.arguments)}}
-            for call in message.tool_calls]
-    return reply
-
-
-def valid_json(text):
-    """The arguments to send back: the model's own if they parse, else "{}" (servers reject broken
-    JSON)."""
-    try:
-        json.loads(text)
-        return text
-    except (TypeError, ValueError):
-        return "{}"
+                          arguments=call["function"]["arguments"], is_error=True, result=content)
 
 
 if __name__ == "__main__":  # the command line is the front door's: cli.py

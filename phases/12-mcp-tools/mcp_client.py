@@ -40,6 +40,7 @@ MAX_LINE = 4_000_000
 MAX_WAITING = 100  # lines read ahead; a server that floods us waits, rather than fill our memory
 # pages of tools/list: a server that names a next page for ever must not keep the task from starting
 MAX_PAGES = 20
+MAX_STDERR = 20_000  # bytes of what a server wrote on stderr kept for the record
 
 
 class McpError(Exception):
@@ -219,6 +220,15 @@ def start_all(commands, policy, deadline=None, servers=None):
         taken = any(other.name == name for other in servers[:-1])
         server.name = name + (str(len(servers)) if taken else "")
     return servers
+
+
+def stop_all(servers, record):
+    """End every server, and record what each wrote on stderr (its first MAX_STDERR bytes)."""
+    for server in servers:
+        server.close()
+        server.stderr.seek(0)
+        record("mcp", server=server.name,
+               stderr=server.stderr.read(MAX_STDERR).decode(errors="replace"))
 
 
 def command_argv(command, path, windows=os.name == "nt",

@@ -5,6 +5,7 @@ reference solution applied (phases/NN-name/solutions/exercise-K.diff). An exerci
 explain has no check here; its lesson says so."""
 import json
 import shutil
+import sys
 import threading
 import time
 
@@ -179,9 +180,10 @@ def test_a_budget_in_money_ends_the_run(workspace, server):
 
 @exercise(6, 2)
 def test_at_once_runs_at_most_max_at_once_functions_together(harness, monkeypatch):
-    """With `harness.MAX_AT_ONCE` at 2, `at_once()` of five functions never runs more than two at a time and all
-    five finish; five that sleep 30 s still end at the deadline, their boxes empty."""
-    monkeypatch.setattr(harness, "MAX_AT_ONCE", 2, raising=False)
+    """With `MAX_AT_ONCE` at 2 (in tools.py, beside `at_once()`), `at_once()` of five functions never runs more
+    than two at a time and all five finish; five that sleep 30 s still end at the deadline, their boxes empty."""
+    home = sys.modules[harness.at_once.__module__]  # tools.py, or wherever your at_once() is
+    monkeypatch.setattr(home, "MAX_AT_ONCE", 2, raising=False)
     lock, running, most = threading.Lock(), [0], [0]
 
     def busy():
