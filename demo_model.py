@@ -1662,7 +1662,7 @@ def stream_events(spec, body, request_id, cached=0):
     # Groq puts usage on the finish chunk; include_usage adds OpenAI's usage-only chunk as well.
     events.append(chunk({}, finish,
                         **({"usage": usage, "x_groq": {"id": request_id, "usage": usage}} if usage
-                                       else {"x_groq": {"id": request_id}})))
+                           else {"x_groq": {"id": request_id}})))
     if usage and (body.get("stream_options") or {}).get("include_usage"):
         events.append(sse({**head, "choices": [], "usage": usage}))
     return events, True

@@ -40,8 +40,10 @@ def main():
     if not args.task.strip():
         parser.error("the task is empty: say what you want done")
     try:
-        answer = harness.run(args.task, choose(args.backend, args.model, args.base_url),
-                             on_call=show_call)
+        backend = choose(args.backend, args.model, args.base_url)
+        if backend["note"]:
+            print(f"note: {backend['note']}", file=sys.stderr)
+        answer = harness.run(args.task, backend, on_call=show_call)
     except BackendError as error:
         sys.exit(f"error: {error}")
     except KeyboardInterrupt:

@@ -70,8 +70,10 @@ def main():
     # a relative path, even /proc/self/cwd/.., means the same to a check and a command
     os.chdir(policy.workspace)
     try:
-        answer = harness.run(args.task, choose(args.backend, args.model, args.base_url),
-                             approve=ask_user, policy=policy, on_call=show_call)
+        backend = choose(args.backend, args.model, args.base_url)
+        if backend["note"]:
+            print(f"note: {backend['note']}", file=sys.stderr)
+        answer = harness.run(args.task, backend, approve=ask_user, policy=policy, on_call=show_call)
     except BackendError as error:
         sys.exit(f"error: {error}")
     except KeyboardInterrupt:

@@ -6,14 +6,18 @@ Run:  python probe.py
 """
 import sys
 
-from backend import BackendError, chat
+from backend import BackendError, chat, choose
 from tools import TOOLS
 
 TASK = "List the files in the current directory."
 
 if __name__ == "__main__":
     try:
-        response = chat([{"role": "user", "content": " ".join(sys.argv[1:]) or TASK}], tools=TOOLS)
+        backend = choose()
+        if backend["note"]:
+            print(f"note: {backend['note']}", file=sys.stderr)
+        response = chat([{"role": "user", "content": " ".join(sys.argv[1:]) or TASK}], tools=TOOLS,
+                        backend=backend)
     except BackendError as error:
         sys.exit(f"error: {error}")
     print("content:", repr(response.choices[0].message.content))

@@ -76,8 +76,10 @@ def main():
         print(f"note: no sandbox ({policy.why_none}): commands that are not plainly read-only ask "
               "you first, even with --yes; --sandbox off says you accept that.", file=sys.stderr)
     try:
-        answer = harness.run(args.task, choose(args.backend, args.model, args.base_url),
-                             approve=ask_user, policy=policy, on_call=show_call)
+        backend = choose(args.backend, args.model, args.base_url)
+        if backend["note"]:
+            print(f"note: {backend['note']}", file=sys.stderr)
+        answer = harness.run(args.task, backend, approve=ask_user, policy=policy, on_call=show_call)
     except BackendError as error:
         sys.exit(f"error: {error}")
     except KeyboardInterrupt:

@@ -174,6 +174,8 @@ def command(argv, started):
         backend = choose(args.backend, args.model, args.base_url)
     except BackendError as error:
         sys.exit(f"error: {shown(str(error))}")
+    if backend["note"]:
+        print(f"note: {backend['note']}", file=sys.stderr)
     if not policy.sandbox and policy.why_none != "--sandbox off":
         print(f"note: no sandbox ({policy.why_none}): commands that are not plainly read-only ask "
               "you first, even with --yes; --sandbox off says you accept that.", file=sys.stderr)

@@ -66,9 +66,11 @@ class BrokenReply(Exception):
 def choose(name=None, model=None, base_url=None):
     """Pick a backend: the name given, else $BACKEND, else the first API key found, else the demo.
     Returns its settings: {"name": "groq", "base_url": ..., "api_key": "gsk_...", "model": ...,
-    "url_given": False}."""
+    "url_given": False, "note": ""}; the note, when there is one, is for the front door to show."""
     base_url = usable_url(base_url or os.environ.get("BASE_URL"))
-    name = name or os.environ.get("BACKEND") or first_backend_with_a_key(base_url)
+    name, note = name or os.environ.get("BACKEND"), ""
+    if not name:
+        name, note = first_backend_with_a_key(base_url)
     if name not in BACKENDS:
         raise BackendError(f"BACKEND={name!r} is not a backend I know. Use one of: "
                            f"{', '.join(BACKENDS)}.")
@@ -85,6 +87,7 @@ def choose(name=None, model=None, base_url=None):
         "api_key": api_key or "none",  # keyless servers still need some string
         "model": model or os.environ.get("MODEL") or BACKENDS[name]["model"],
         "url_given": bool(base_url),  # for messages: your own server, or the backend's
+        "note": note,  # why this backend, when no key was found
     }
 
 
@@ -110,14 +113,14 @@ def usable_url(url):
 
 
 def first_backend_with_a_key(base_url=None):
+    """(the first backend whose API key is set, ""), else ("demo", the note that says so)."""
     for name in ("groq", "openai"):
         if os.environ.get(BACKENDS[name]["key_var"]):
-            return name
+            return name, ""
     goes_to = f"the server at {base_url} (your BASE_URL), with no key" if base_url else \
         "the offline demo model, which only understands simple file tasks"
-    print(f"note: no API key found (looked for GROQ_API_KEY and OPENAI_API_KEY in {ENV_FILE} and "
-          f"the environment), so this runs on {goes_to}.", file=sys.stderr)
-    return "demo"
+    return "demo", (f"no API key found (looked for GROQ_API_KEY and OPENAI_API_KEY in {ENV_FILE} "
+                    f"and the environment), so this runs on {goes_to}.")
 
 
 @functools.cache
@@ -186,6 +189,29 @@ def chat(messages, tools=None, backend=None, on_note=None, on_text=None, options
             if shown:  # the text on screen came from a reply that did not count
                 on_text("\n[the reply starts again]\n")
                 shown.clear()
+
+
+def assistant_message(message):
+    """Rebuild the model's reply with only the fields every server accepts back (no 'reasoning' and
+    such)."""
+    reply = {"role": "assistant", "content": message.content or ""}
+    if message.tool_calls:
+        reply["tool_calls"] = [
+            {"id": call.id, "type": "function",
+             "function": {"name": call.function.name,
+                          "arguments": valid_json(call.function.arguments)}}
+            for call in message.tool_calls]
+    return reply
+
+
+def valid_json(text):
+    """The arguments to send back: the model's own if they parse, else "{}" (servers reject broken
+    JSON)."""
+    try:
+        json.loads(text)
+        return text
+    except (TypeError, ValueError):
+        return "{}"
 
 
 def send(api, request, on_text=None, on_note=None):
@@ -448,6 +474,9 @@ def explain(error, backend):
 
 if __name__ == "__main__":
     try:
-        print(complete(" ".join(sys.argv[1:]) or PROMPT))
+        chosen = choose()
+        if chosen["note"]:
+            print(f"note: {chosen['note']}", file=sys.stderr)
+        print(complete(" ".join(sys.argv[1:]) or PROMPT, chosen))
     except BackendError as error:
         sys.exit(f"error: {error}")
