@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from changed import definitions, what_changed
 from helpers import ROOT, checkpoints, clean_env, copy_code, needs_signals, run_python, tag_name
 
 LESSONS = [p / "README.md" for p in checkpoints()]
@@ -22,7 +23,7 @@ MAX_LESSON_BYTES = 12 * 1024  # a lesson a learner can read in a class session, 
 MAX_CALLS_BYTES = 4 * 1024  # that list: a line for each name, a reference to look things up in, not more to read
 MAX_TYPED = 250  # lines a phase asks a learner to type
 MAX_CORE = 1500  # lines of the harness up to the structured answers
-MAX_GUARDS = 470  # lines of guards.py and shell.py (two sandboxes, three systems): past this, a guard is a list of cases
+MAX_GUARDS = 470  # lines of guards.py and shell.py (two sandboxes, three systems); past this, a list of cases
 LEARNER = ROOT / "tests" / "learner"
 
 
@@ -277,26 +278,20 @@ def test_the_readme_quotes_backend_py_as_it_is():
     assert shown and all(lines[int(number) - 1].strip() == text for number, text in shown), shown
 
 
-def definitions(folder):
-    """{(file, name): its code, docstrings left out} for a checkpoint's functions, classes, their methods, and
-    CONSTANTS: what a lesson explains."""
-    found = {}
-    for path in sorted(folder.glob("*.py")):
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            named = [(node.name, node)] if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else \
-                [(n.id, node) for target in getattr(node, "targets", [getattr(node, "target", None)]) if target
-                 for n in ast.walk(target) if isinstance(n, ast.Name) and n.id.isupper()]
-            if isinstance(node, ast.ClassDef):
-                named += [(f"{node.name}.{item.name}", item) for item in node.body
-                          if isinstance(item, ast.FunctionDef) and not item.name.startswith("__")]
-            for name, definition in named:
-                for inner in ast.walk(definition):  # a docstring is prose: rewording it changes no code
-                    body = getattr(inner, "body", None)
-                    if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and \
-                            isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
-                        inner.body = body[1:] or [ast.Pass()]
-                found[(path.name, name)] = ast.dump(definition)
-    return found
+@pytest.mark.parametrize("number", range(len(checkpoints())))
+def test_a_lesson_says_what_changed(number):
+    """Each lesson holds its "What changed" table as tests/changed.py makes it from the code: the functions,
+    classes and constants each file gained, changed or lost since the phase before, and the loop named when it
+    is unchanged (python tests/changed.py N prints it)."""
+    folder = checkpoints()[number]
+    lesson = (folder / "README.md").read_text(encoding="utf-8")
+    assert what_changed(number) in lesson, f"{folder.name}/README.md: paste `python tests/changed.py {number}`"
+
+
+def test_what_changed_names_the_loop_only_when_it_is_unchanged():
+    """Phase 6 leaves loop() as phase 5 wrote it, phase 13 changes it (compaction): the table says so."""
+    assert "Unchanged: the loop, `loop()`" in what_changed(6)
+    assert "the loop" not in what_changed(13) and "`loop()`" in what_changed(13).split("| `harness.py` |")[1]
 
 
 def test_every_definition_a_phase_adds_or_changes_is_named_in_its_lesson():
