@@ -98,14 +98,15 @@ def test_the_sync_check_names_the_section_where_one_sentence_changed(tmp_path):
     shutil.copy(source / "README.md", english)
     shutil.copy(source / f"README{SUFFIX}", translated)
     assert behind(english, translated) == []
-    heading, body = sections(english.read_text(encoding="utf-8"))[2]
-    sentence = re.search(r"[A-Z][^.\n`]{20,}\.", body).group(0)
+    number, heading, sentence = next((number, heading, found.group(0)) for number, (heading, body)
+                                     in enumerate(sections(english.read_text(encoding="utf-8")))
+                                     if number and (found := re.search(r"[A-Z][^.\n`]{20,}\.", body)))
     english.write_text(english.read_text(encoding="utf-8").replace(sentence, sentence[:-1] + ", now.", 1),
                        encoding="utf-8")
     assert [name for name, _ in behind(english, translated)] == [heading]
     mark(english, translated)
     assert behind(english, translated) == [] and stale(english, translated) == [heading]
-    assert "譯文落後" in sections(translated.read_text(encoding="utf-8"))[2][1]
+    assert "譯文落後" in sections(translated.read_text(encoding="utf-8"))[number][1]
     told = subprocess.run([sys.executable, str(ROOT / "tests" / "translations.py")], capture_output=True,
                           text=True, cwd=ROOT)
     assert told.returncode == 0 and "README.zh-TW.md" in told.stdout
