@@ -8,7 +8,7 @@ import sys
 
 import pytest
 from helpers import ROOT, checkpoints
-from translations import SUFFIX, SWITCH, behind, blocks, mark, sections, stale
+from translations import FENCED, SUFFIX, SWITCH, behind, blocks, mark, sections, stale
 
 GLOSSARY = ROOT / "phases" / "GLOSSARY.zh-TW.md"
 ENGLISH = [ROOT / "README.md", *(folder / "README.md" for folder in checkpoints())]
@@ -27,7 +27,7 @@ def translation(english):
 
 def prose(text):
     """A lesson's words without its code: fenced blocks, `inline code`, comments, link targets and URLs."""
-    return IDENTIFIER.sub(" ", re.sub(r"^```.*?^```", " ", text, flags=re.M | re.S))
+    return IDENTIFIER.sub(" ", FENCED.sub(" ", text))
 
 
 def glossary():

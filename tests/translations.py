@@ -17,6 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SUFFIX = ".zh-TW.md"
+FENCED = re.compile(r"^([ \t]*)```.*?^\1```", re.M | re.S)  # a block, indented or not
 SOURCE = re.compile(r"<!-- en: ([0-9a-f]{12}) -->")
 BEHIND = re.compile(r"> \*\*譯文落後：\*\*.*?<!-- behind: ([0-9a-f]{12}) -->\n", re.S)
 BEHIND_NOTE = ("> **譯文落後：** 這一節的英文版在這份譯文之後改過，譯文還沒跟上；請以英文版"
@@ -54,8 +55,9 @@ def digest(body):
 
 
 def blocks(text):
-    """Every fenced code block of a lesson, in order, as written (commands, code, output)."""
-    return re.findall(r"^```.*?^```", text, re.M | re.S)
+    """Every fenced code block of a lesson, in order, as written (commands, code, output), those
+    indented inside a list item too."""
+    return [found.group(0) for found in FENCED.finditer(text)]
 
 
 def behind(english, translated):
