@@ -118,3 +118,30 @@ def test_the_lesson_runner_runs_a_translated_lesson():
     done = subprocess.run([sys.executable, str(ROOT / "tests" / "lessons.py"), "--reference", str(lesson)],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+def renderings(heading):
+    """{English: 繁體中文} of one table of the glossary, by its heading."""
+    table = GLOSSARY.read_text(encoding="utf-8").split(f"## {heading}\n")[1].split("\n## ")[0]
+    return {cells[0]: cells[1] for line in table.splitlines() if line.startswith("|")
+            for cells in [[cell.strip() for cell in line.strip().strip("|").split("|")]]
+            if cells[0] not in ("English", "---")}
+
+
+@pytest.mark.parametrize("english", ENGLISH[1:], ids=lambda path: path.parent.name)
+def test_a_lesson_s_headings_and_its_phase_line_read_as_in_every_other(english):
+    """The same heading is the same words in every lesson, and so is the line of phases at the top; a Chinese
+    paragraph is one line, since a browser shows a line break inside it as a space."""
+    names = renderings("標題與階段名稱")
+    ours = sections(english.read_text(encoding="utf-8"))
+    text = translation(english).read_text(encoding="utf-8")
+    theirs = sections(text)
+    for (heading, _), (rendered, _) in zip(ours[1:], theirs[1:]):
+        assert heading not in names or rendered == names[heading], f"{english.parent.name}: ## {names[heading]}"
+    folders = [folder.name for folder in sorted(english.parent.parent.glob("[0-9][0-9]-*")) if folder.is_dir()]
+    number = folders.index(english.parent.name)
+    phases = [f"{n} {names[name.split('-', 1)[1]]}" for n, name in enumerate(folders)]
+    phases[number] = f"`[ {phases[number]} ]`"
+    assert "\n" + " > ".join(phases) + "\n" in text, f"{english.parent.name}: the line of phases, " + " > ".join(phases)
+    wrapped = re.findall(r"[\u4e00-\u9fff，。：；、）]\n[\u4e00-\u9fff（「]", FENCED.sub("", text))
+    assert not wrapped, f"{english.parent.name}: a paragraph broken inside, at {wrapped[:3]}"
