@@ -26,8 +26,9 @@ def translation(english):
 
 
 def prose(text):
-    """A lesson's words without its code: fenced blocks, `inline code`, comments, link targets and URLs."""
-    return IDENTIFIER.sub(" ", re.sub(r"^```.*?^```", " ", text, flags=re.M | re.S))
+    """A lesson's words without its code: fenced blocks (indented under a list item too), `inline code`,
+    comments, link targets and URLs."""
+    return IDENTIFIER.sub(" ", re.sub(r"^ *```.*?^ *```", " ", text, flags=re.M | re.S))
 
 
 def glossary():

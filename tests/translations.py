@@ -54,8 +54,9 @@ def digest(body):
 
 
 def blocks(text):
-    """Every fenced code block of a lesson, in order, as written (commands, code, output)."""
-    return re.findall(r"^```.*?^```", text, re.M | re.S)
+    """Every fenced code block of a lesson, in order, as written (commands, code, output), those indented under
+    a list item included."""
+    return re.findall(r"^ *```.*?^ *```", text, re.M | re.S)
 
 
 def behind(english, translated):
