@@ -440,16 +440,18 @@ def test_a_server_too_slow_is_named_slow_not_unreachable(harness, server, load):
 def test_reading_far_into_a_file_of_short_lines_meets_the_deadline(workspace, server):
     """read_file at line 19,000,000 of a file of 20 million empty lines looks through its first MAX_SCAN bytes a
     line at a time, which takes seconds: under --deadline 2 the run still ends on time, status deadline, the call
-    answered. (Before the re-cut, the lines were counted a megabyte at a time and the call answered at once.)"""
+    answered. (Before the re-cut, the lines were counted a megabyte at a time and the call answered at once.) A
+    machine that reads them all within the deadline answers, and the run ended on time all the same."""
     with open(workspace / "lines.txt", "wb") as file:
         file.write(b"\n" * 20_000_000)
     server.push(tool_calls(("read_file", {"path": "lines.txt", "offset": 19_000_000, "limit": 2})), "Read.")
     started = time.monotonic()
     result = run_python(workspace, "harness.py", "--trace", "t.jsonl", "--deadline", "2", "Read",
                         env=groq_env(server))
-    assert result.returncode == 3 and since_first_request(server, started) < 3 * (2 + GRACE), result.stderr
+    assert since_first_request(server, started) < 3 * (2 + GRACE), result.stderr
     records = trace_records(workspace / "t.jsonl")
-    assert records[-1]["status"] == "deadline" and [r["type"] for r in records].count("tool") == 1, records
+    ended = {0: "answered", 3: "deadline"}.get(result.returncode)
+    assert records[-1]["status"] == ended and [r["type"] for r in records].count("tool") == 1, records
 
 
 @pytest.mark.phase(4)
