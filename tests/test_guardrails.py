@@ -18,6 +18,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from one_call import TARGET, functions_run
 from helpers import (BUBBLEWRAP_MISSING, ROOT, clean_env, groq_env, needs_fifos, own_seconds,
                      path_without_bubblewrap, run_python, running_commands, scripted_backend,
                      still_running, trace_records)
@@ -783,25 +784,11 @@ def test_an_mcp_tool_s_name_cannot_redraw_the_question(workspace, project, serve
 @pytest.mark.phase(5)
 def test_one_tool_call_runs_at_most_35_of_the_project_s_functions(load, workspace, server):
     """A list_dir call and an answer, through run(): at most 35 distinct functions of the harness's own files run
-    (counted by the profiler), and check_call() runs once."""
-    harness = load("harness")
-    ours, seen, checks = {str(path) for path in workspace.glob("*.py")}, set(), []
-
-    def profile(frame, event, arg):
-        if event == "call" and frame.f_code.co_filename in ours and frame.f_code.co_name != "<module>":
-            seen.add((os.path.basename(frame.f_code.co_filename), frame.f_code.co_name))
-            if frame.f_code.co_name == "check_call":
-                checks.append(1)
-
+    (counted by the profiler: `python tests/one_call.py` prints the count for every phase), and check_call() runs
+    once."""
     server.push({"tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]}, "done")
-    policy = load("guards").policy(sandbox="off")  # the same on every machine: no note that there is no sandbox
-    sys.setprofile(profile)
-    try:
-        harness.run("List", backend=scripted_backend(server), policy=policy)
-    finally:
-        sys.setprofile(None)
-    lambdas = {name for name in seen if name[1] in ("<lambda>", "<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>")}
-    assert len(seen - lambdas) <= 35 and len(checks) == 1, (len(seen - lambdas), sorted(seen - lambdas))
+    names, checks = functions_run(load("harness"), load("guards"), scripted_backend(server), workspace)
+    assert len(names) <= TARGET and checks == 1, (len(names), sorted(names))
 
 
 @pytest.mark.phase(4)
