@@ -27,9 +27,11 @@ HOME = "/home/you/harness"  # where the lessons say the course lives; the real p
 
 
 def commands(lesson_text):
-    """[(command, shown output)] of a lesson's ```console blocks, in order."""
+    """[(command, shown output)] of a lesson's ```console blocks, in order, those indented inside a list
+    item too."""
     found = []
-    for block in re.findall(r"^```console\n(.*?)^```", lesson_text, re.M | re.S):
+    for indent, block in re.findall(r"^([ \t]*)```console\n(.*?)^\1```", lesson_text, re.M | re.S):
+        block = re.sub(rf"^{indent}", "", block, flags=re.M)
         for part in re.split(r"^\$ ", block, flags=re.M)[1:]:
             command, _, shown = part.partition("\n")
             found.append((command, shown))
