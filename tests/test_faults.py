@@ -18,7 +18,7 @@ import time
 import pytest
 from helpers import (ROOT, clean_env, groq_env, needs_dev_full, needs_fifos, needs_signals,
                      own_seconds, posix_redirections, press_ctrl_c, run_python, running_commands,
-                     scripted_backend, since_first_request, still_running, tool_calls,
+                     scripted_backend, since_first_request, sleep_then, still_running, tool_calls,
                      trace_records)
 
 PHASE = 5
@@ -101,7 +101,7 @@ def test_ctrl_c_while_tools_run_leaves_a_history_that_continues(harness, server,
 def test_the_deadline_stops_a_running_tool_and_the_history_continues(harness, server):
     """An approved `sleep 30` under a 1 s deadline: stopped at the deadline (within three times it and its grace),
     its call answered, the run over, the history one that continues."""
-    server.push(tool_calls(("run_shell", {"command": "sleep 30"})))
+    server.push(tool_calls(("run_shell", {"command": sleep_then(30)})))  # cmd's own wait on Windows
     started = time.monotonic()
     result = harness.run("Sleep", backend=scripted_backend(server), approve=lambda q: True,
                          limits=harness.Limits(deadline=1))
