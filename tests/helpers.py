@@ -100,7 +100,6 @@ def touch(name):
     return f"type nul > {name}" if os.name == "nt" else f"touch {name}"
 
 
-
 def sleep_then(seconds, word=None):
     """A command that waits whole seconds (then prints a word), in the shell run_shell uses: sh's
     sleep, or on Windows cmd's own (no sleep there: ping waits a second between its echoes, and &
@@ -109,6 +108,10 @@ def sleep_then(seconds, word=None):
         return f"ping -n {seconds + 1} 127.0.0.1 > nul" + (f" & echo {word}" if word else "")
     return f"sleep {seconds}" + (f"; echo {word}" if word else "")
 
+
+needs_a_subreaper = pytest.mark.skipif(not sys.platform.startswith("linux"), reason=(
+    "only Linux lets the harness adopt what left a command's group (a subreaper); on macOS and "
+    "Windows the group, or the tree, is all there is: Linux (a VM, WSL 2, or CI's ubuntu job) runs this"))
 needs_dev_full = pytest.mark.skipif(
     not os.path.exists("/dev/full"), reason="fills standard output with /dev/full, which only "
     "Linux has: on macOS this runs on Linux (a VM, or CI's ubuntu job)")

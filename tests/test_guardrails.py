@@ -274,6 +274,16 @@ def test_under_yes_a_command_naming_a_secret_is_refused(harness, server, command
     assert results[0].startswith("error:") and "secret" in results[0] and SECRET not in results[0], results
 
 
+@pytest.mark.phase(3)
+@pytest.mark.parametrize("windows", [False, True], ids=["sh", "cmd"])
+def test_a_secret_named_after_a_colon_is_refused_as_either_shell_splits_it(load, project, windows):
+    """sh splits `HEAD:.env` at its colon and cmd keeps it one word (so it is on Windows): each piece
+    between colons is a name, so the command is refused either way (it was not under cmd's rules)."""
+    guards = load("guards")
+    words = guards.words("git show HEAD:.env", windows=windows)
+    assert any(guards.is_secret(word) for word in words) and guards.is_secret("HEAD:.env"), words
+
+
 # 5. Secrets stopped at the source: a file that holds a secret, by a value the harness knows or by a credential's
 # form, is refused by every tool and hidden from every command, so no transformation of it reaches the model.
 

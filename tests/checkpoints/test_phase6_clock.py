@@ -11,17 +11,14 @@ import time
 
 import pytest
 from cases import CASES, start_cases
-from helpers import (clean_env, groq_env, needs_plain_programs, needs_signals, own_seconds, posix_shell, run_python,
-                     running_commands, scripted_backend, still_running, tool_calls)
+from helpers import (clean_env, groq_env, needs_a_subreaper, needs_plain_programs, needs_signals, own_seconds,
+                     posix_shell, run_python, running_commands, scripted_backend, still_running, tool_calls)
 
 PHASE = 6
 FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
 MINE = [name for name, case in CASES.items() if case["phase"] == PHASE]
 STARTED = {}  # folder -> {case: future}: every folder's cases start at the first one, and run side by side
 OFF = ("--yes", "--sandbox", "off")  # approved at once; off, so that the harness alone must end what it started
-ONLY_LINUX_ADOPTS = pytest.mark.skipif(not sys.platform.startswith("linux"), reason=(
-    "only Linux lets the harness adopt what left a command's group (a subreaper); on macOS and Windows the group, "
-    "or the tree, is all there is: Linux (a VM, WSL 2, or CI's ubuntu job) runs this"))
 
 
 @pytest.mark.parametrize("name", MINE)
@@ -149,7 +146,7 @@ def test_ctrl_c_leaves_no_command_running(workspace, server):
 
 
 @needs_signals
-@ONLY_LINUX_ADOPTS
+@needs_a_subreaper
 def test_ctrl_c_leaves_nothing_that_left_the_command_s_group(workspace, server):
     """--sandbox off, Ctrl-C while an approved command runs that put a process in a session of its own
     (setsid): exit 130, and that process is gone too: finish() reaps what left a group since the run began."""
@@ -172,7 +169,7 @@ def test_ctrl_c_leaves_nothing_that_left_the_command_s_group(workspace, server):
     assert still_running(f"sleep {left}") == [], "a process that left the command's group outlived the Ctrl-C"
 
 
-@ONLY_LINUX_ADOPTS
+@needs_a_subreaper
 def test_what_left_the_command_s_group_ends_with_it(workspace, server):
     """--sandbox off, where no sandbox's own process numbers end them: processes the command left behind in a
     session of their own (setsid, a double fork) are gone when it returns (Linux: the harness is their
