@@ -41,7 +41,7 @@ BUGS = {
     },
     "model_dump_sent_back": {  # model_dump() adds refusal, annotations and audio, which Groq refuses
         "file": "harness.py",
-        "old": "        self.messages.append(plain)\n",
+        "old": "        self.messages.append(assistant_message(message))\n",
         "new": "        self.messages.append(message.model_dump())\n",
         "symptom": "property 'refusal' is unsupported",
         "exit": 1,

@@ -62,15 +62,15 @@ def checked_url(url):
 def choose(name=None, model=None, base_url=None):
     """Decide which server, key and model to use; the arguments win over the environment."""
     base_url = checked_url(base_url or setting("BASE_URL"))
-    name = name or setting("BACKEND")
+    name, note = name or setting("BACKEND"), ""
     if not name:
         name = next((n for n in KEYED if setting(BACKENDS[n]["key_var"])), "demo")
-        if name == "demo":
+        if name == "demo":  # said by the front door, not here: a program calling choose() prints nothing
             looked = " and ".join(BACKENDS[n]["key_var"] for n in KEYED)
             target = (f"the server at {base_url} (your BASE_URL), with no key" if base_url else
                       "the offline demo model, which only understands simple file tasks")
-            print(f"note: no API key found (looked for {looked} in {ENV_FILE} and the environment), so this runs "
-                  f"on {target}.", file=sys.stderr)
+            note = (f"note: no API key found (looked for {looked} in {ENV_FILE} and the environment), so this runs "
+                    f"on {target}.")
     if name not in BACKENDS:
         raise BackendError(f"BACKEND={name!r} is not a backend I know. Use one of: {', '.join(BACKENDS)} "
                            "(or leave BACKEND unset to pick by the key you have).")
@@ -87,6 +87,7 @@ def choose(name=None, model=None, base_url=None):
         "api_key": api_key or "none",  # servers without keys still want some string
         "model": model or setting("MODEL") or spec["model"],
         "url_given": bool(base_url),
+        "note": note,  # why this backend, when no key was found ("" otherwise)
     }
 
 
@@ -169,7 +170,10 @@ def complete(prompt, backend=None):
 def main(argv):
     prompt = " ".join(argv) or "Say hello in one sentence."
     try:
-        print(complete(prompt))
+        backend = choose()
+        if backend["note"]:
+            print(backend["note"], file=sys.stderr)
+        print(complete(prompt, backend))
     except BackendError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
