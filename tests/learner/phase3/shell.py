@@ -13,7 +13,7 @@ from pathlib import Path
 
 import guards
 
-TIMEOUT = 30  # seconds a command may run; then it is stopped with everything it started
+TIMEOUT = 10  # seconds a command may run; then it is stopped with everything it started
 MAX_OUTPUT = 1_000_000  # bytes of output after which a command is stopped: it prints without end
 KEEP = 8000  # bytes of output kept for the result (tools.capped() cuts it further)
 VARIABLES = ("LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "SYSTEMROOT", "COMSPEC", "PATHEXT")  # all a command gets
