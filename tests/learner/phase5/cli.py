@@ -149,18 +149,18 @@ def arguments(argv=None):
     parser.add_argument("--max-tokens", type=above_zero(int), help="tokens, sent and received (default: no limit)")
     parser.add_argument("--deadline", type=above_zero(float), help="seconds for the whole run (default: none)")
     parser.add_argument("--trace", help="append a JSON line for every reply, call and the end to this file")
-    args = parser.parse_args(argv)
-    if not Path(args.workspace).is_dir():
-        parser.error(f"--workspace {args.workspace}: no such folder")
-    return args
+    options = parser.parse_args(argv)
+    if not Path(options.workspace).is_dir():
+        parser.error(f"--workspace {options.workspace}: no such folder")
+    return options
 
 
 def command(argv, started):
     """The run the arguments ask for, shown and reported; its exit code."""
-    args = arguments(argv)
-    policy = guards.policy(args.workspace, args.yes, args.sandbox, args.trace)
+    options = arguments(argv)
+    policy = guards.policy(options.workspace, options.yes, options.sandbox, options.trace)
     try:
-        backend = choose(args.backend, args.model, args.base_url)
+        backend = choose(options.backend, options.model, options.base_url)
     except BackendError as error:
         say(f"error: {error}", file=sys.stderr)
         return 1
@@ -169,9 +169,9 @@ def command(argv, started):
     if policy.why_none:
         say(f"note: no sandbox ({policy.why_none}), so every command that is not plainly read-only asks, even "
             "under --yes; --sandbox off says you accept that", file=sys.stderr)
-    result = harness.run(" ".join(args.task), backend, approve=ask_user, started=started, policy=policy,
-                         limits=Limits(args.max_steps, args.max_tool_calls, args.max_tokens, args.deadline),
-                         on_call=show_call, record=Trace(args.trace, policy).record)
+    result = harness.run(" ".join(options.task), backend, approve=ask_user, started=started, policy=policy,
+                         limits=Limits(options.max_steps, options.max_tool_calls, options.max_tokens, options.deadline),
+                         on_call=show_call, record=Trace(options.trace, policy).record)
     report(result)
     return EXIT_CODES[result.status]
 
