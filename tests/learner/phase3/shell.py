@@ -94,6 +94,7 @@ def stop(process):
             os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    process.wait()  # once it is gone, what it started in a session of its own has come back to the harness
 
 
 def run(argv, policy, write=False):
