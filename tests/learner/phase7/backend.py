@@ -2,7 +2,7 @@
 pass (the openai package retries 408, 409, 429, 5xx and dropped connections; chat() a broken reply and Groq's
 tool_use_failed) and checking every reply before anyone reads it.
 
-Run:  python backend.py ["your prompt"]   (harness.py uses chat())
+Run:  python backend.py ["your prompt"]   (harness.py uses chat(), and sends each reply back as assistant_message())
 Picks Groq, OpenAI, Ollama or any OpenAI-compatible server from BACKEND / keys / MODEL / BASE_URL (see
 .env.example); with no key it starts the offline demo model (demo_model.py in the repository) and says so.
 """
@@ -41,7 +41,6 @@ FINISHED = {"stop": "stop", "tool_calls": "tool_calls", "length": "length", "con
             "function_call": "tool_calls", "eos_token": "stop", "eos": "stop", "end_turn": "stop",
             "stop_sequence": "stop", "max_tokens": "length"}  # other servers' finish reasons; any other: length
 PACKAGE_LOG = logging.getLogger("openai._base_client")  # where the openai package says it retries
-PACKAGE_LOG.setLevel(logging.INFO)  # its retries are INFO records: retried() must see them (nothing is printed)
 
 
 class BackendError(Exception):
@@ -83,15 +82,15 @@ def checked_url(url):
 def choose(name=None, model=None, base_url=None):
     """Decide which server, key and model to use; the arguments win over the environment."""
     base_url = checked_url(base_url or setting("BASE_URL"))
-    name = name or setting("BACKEND")
+    name, note = name or setting("BACKEND"), ""
     if not name:
         name = next((n for n in KEYED if setting(BACKENDS[n]["key_var"])), "demo")
-        if name == "demo":
+        if name == "demo":  # said by the front door, not here: a program calling choose() prints nothing
             looked = " and ".join(BACKENDS[n]["key_var"] for n in KEYED)
             target = (f"the server at {base_url} (your BASE_URL), with no key" if base_url else
                       "the offline demo model, which only understands simple file tasks")
-            print(f"note: no API key found (looked for {looked} in {ENV_FILE} and the environment), so this runs "
-                  f"on {target}.", file=sys.stderr)
+            note = (f"note: no API key found (looked for {looked} in {ENV_FILE} and the environment), so this runs "
+                    f"on {target}.")
     if name not in BACKENDS:
         raise BackendError(f"BACKEND={name!r} is not a backend I know. Use one of: {', '.join(BACKENDS)} "
                            "(or leave BACKEND unset to pick by the key you have).")
@@ -108,6 +107,7 @@ def choose(name=None, model=None, base_url=None):
         "api_key": api_key or "none",  # servers without keys still want some string
         "model": model or setting("MODEL") or spec["model"],
         "url_given": bool(base_url),
+        "note": note,  # why this backend, when no key was found ("" otherwise)
     }
 
 
@@ -201,17 +201,6 @@ def client(base_url, api_key):
     except ImportError as missing:  # ALL_PROXY=socks5://... without the socksio package
         raise BackendError(f"The proxy in your environment needs a package that is not installed: {missing}") from None
     return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=TIMEOUT, http_client=http, max_retries=RETRIES)
-
-
-def complete(prompt, backend=None):
-    """Send one prompt and return the reply's text."""
-    backend = backend or choose()
-    try:
-        response = client(backend["base_url"], backend["api_key"]).chat.completions.create(
-            model=backend["model"], messages=[{"role": "user", "content": prompt}])
-    except openai.APIError as error:
-        raise BackendError(explain_failure(error, backend)) from None
-    return response.choices[0].message.content
 
 
 def retried(on_note, heard, record):
@@ -311,10 +300,37 @@ def chat(messages, tools=None, backend=None, on_note=None):
             on_note(f"{server_label(backend)}: {said}; asking again ({attempt + 1} of {RETRIES})")
 
 
+def complete(prompt, backend=None):
+    """Send one prompt and return the reply's text."""
+    return chat([{"role": "user", "content": prompt}], backend=backend).choices[0].message.content
+
+
+def as_json_text(arguments):
+    """The call's arguments as JSON text the server will accept back ("{}" if they are not JSON)."""
+    try:
+        json.loads(arguments)
+        return arguments
+    except (TypeError, ValueError):
+        return "{}"
+
+
+def assistant_message(message):
+    """The model's reply rebuilt by hand, as every server takes it back: SDK extras such as `reasoning` or
+    `refusal` are refused by Groq."""
+    plain = {"role": "assistant", "content": message.content or ""}
+    if message.tool_calls:
+        plain["tool_calls"] = [{"id": c.id, "type": "function", "function": {
+            "name": c.function.name, "arguments": as_json_text(c.function.arguments)}} for c in message.tool_calls]
+    return plain
+
+
 def main(argv):
     prompt = " ".join(argv) or "Say hello in one sentence."
     try:
-        print(complete(prompt))
+        backend = choose()
+        if backend["note"]:
+            print(backend["note"], file=sys.stderr)
+        print(complete(prompt, backend))
     except BackendError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -11,6 +11,8 @@ import difflib
 import inspect
 import json
 import os
+import threading
+import time
 from functools import partial
 
 import guards
@@ -39,6 +41,33 @@ def capped(text):
         return text
     keep = MAX_CHARS - 60
     return f"{text[:keep]}\n[{len(text) - keep} more characters left out]"
+
+
+def at_once(functions, deadline):
+    """Run the functions side by side, each on a daemon thread, until all are done or the deadline (a
+    time.monotonic(), or None: no limit). A box for each, in order: {"value": ...}, {"error": ...} or, when it had
+    not finished, {}; each finished one also holds its "seconds". A thread left behind is never killed."""
+    boxes = [{} for _ in functions]
+
+    def fill(box, function):
+        began = time.monotonic()
+        try:
+            box["value"] = function()
+        except BaseException as error:  # whatever it raised is handed back: the caller decides
+            box["error"] = error
+        box["seconds"] = time.monotonic() - began
+
+    if deadline is None and len(functions) == 1:  # nothing to wait for side by side: a thread would only cost
+        fill(boxes[0], functions[0])
+        if isinstance(boxes[0].get("error"), KeyboardInterrupt):  # Ctrl-C, here in the main thread, ends the run
+            raise boxes[0]["error"]
+        return boxes
+    threads = [threading.Thread(target=fill, args=pair, daemon=True) for pair in zip(boxes, functions)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(None if deadline is None else max(deadline - time.monotonic(), 0))
+    return boxes
 
 
 def tool(description, decide=None, kind=None, **params):
