@@ -10,19 +10,19 @@ import sys
 import harness
 from backend import BackendError, choose
 
-SCREEN_WIDTH = 200  # characters of a call's arguments shown on screen
+SHOWN_CHARS = 200  # characters of a call's arguments shown on screen
 
 
-def one_line(arguments):
-    """The arguments as shown on screen: the first SCREEN_WIDTH characters, and how many more there were."""
-    if len(arguments) <= SCREEN_WIDTH:
+def cut(arguments):
+    """Text for one line of the screen, made safe: the first SHOWN_CHARS characters, and how many more there were."""
+    if len(arguments) <= SHOWN_CHARS:
         return arguments
-    return f"{arguments[:SCREEN_WIDTH]}... (+{len(arguments) - SCREEN_WIDTH} characters)"
+    return f"{arguments[:SHOWN_CHARS]}... (+{len(arguments) - SHOWN_CHARS} characters)"
 
 
 def show_call(step, name, arguments):
     """run()'s on_call: one `[step] name arguments` line a call, shown before it runs."""
-    print(f"[{step}] {name} {one_line(arguments)}", flush=True)
+    print(f"[{step}] {name} {cut(arguments)}", flush=True)
 
 
 def main(argv=None):

@@ -19,7 +19,7 @@ def ignore(*args):
     """The hook that does nothing: what run() tells when nobody listens."""
 
 
-def call_tool(name, arguments):
+def run_tool(name, arguments):
     """Run one requested tool; every failure is returned as an `error: ...` text for the model."""
     if name not in REGISTRY:
         return f"error: there is no tool named {name!r}; the tools are {', '.join(REGISTRY)}"
@@ -64,7 +64,7 @@ def run(task, backend=None, on_call=ignore):
             return message.content or ""
         for call in calls:  # one tool message per call, answering it by id
             on_call(step, call.function.name, call.function.arguments)
-            convo.add_result(call, call_tool(call.function.name, call.function.arguments))
+            convo.add_result(call, run_tool(call.function.name, call.function.arguments))
     return None
 
 

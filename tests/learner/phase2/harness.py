@@ -31,7 +31,7 @@ def said_yes(approve, question):
         return False
 
 
-def call_tool(name, arguments, policy, approve):
+def run_tool(name, arguments, policy, approve):
     """Decide one requested call, ask when it must, run it; every failure is an `error: ...` text for the model."""
     if name not in REGISTRY:
         return f"error: there is no tool named {name!r}; the tools are {', '.join(REGISTRY)}"
@@ -84,7 +84,7 @@ def run(task, backend=None, approve=ignore, policy=None, on_call=ignore):
             return message.content or ""
         for call in calls:  # one tool message per call, answering it by id
             on_call(step, call.function.name, call.function.arguments)
-            convo.add_result(call, call_tool(call.function.name, call.function.arguments, policy, approve))
+            convo.add_result(call, run_tool(call.function.name, call.function.arguments, policy, approve))
     return None
 
 

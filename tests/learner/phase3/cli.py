@@ -17,18 +17,18 @@ import harness
 from backend import BackendError, choose
 from guards import shown
 
-SCREEN_WIDTH = 200  # characters of a call's arguments shown on screen
+SHOWN_CHARS = 200  # characters of a call's arguments shown on screen
 
 
-def one_line(arguments):
-    """The arguments as shown on screen: the first SCREEN_WIDTH characters, and how many more there were."""
-    more = f"... (+{len(arguments) - SCREEN_WIDTH} characters)" if len(arguments) > SCREEN_WIDTH else ""
-    return shown(arguments[:SCREEN_WIDTH], one_line=True) + more
+def cut(arguments):
+    """Text for one line of the screen, made safe: the first SHOWN_CHARS characters, and how many more there were."""
+    more = f"... (+{len(arguments) - SHOWN_CHARS} characters)" if len(arguments) > SHOWN_CHARS else ""
+    return shown(arguments[:SHOWN_CHARS], one_line=True) + more
 
 
 def show_call(step, name, arguments):
     """run()'s on_call: one `[step] name arguments` line a call, shown before it runs."""
-    print(f"[{step}] {shown(name, one_line=True)} {one_line(arguments)}", flush=True)
+    print(f"[{step}] {shown(name, one_line=True)} {cut(arguments)}", flush=True)
 
 
 def ask_user(question):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field  # noqa: E402
 import guards  # noqa: E402
 from backend import BackendError, assistant_message, chat, choose  # noqa: E402
 from guards import ToolError  # noqa: E402
-from tools import REGISTRY, TOOLS, capped, check_call, plan  # noqa: E402
+from tools import REGISTRY, TOOLS, truncate, check_call, plan  # noqa: E402
 
 MAX_STEPS = 10  # requests to the model in one run
 MAX_TOOL_CALLS = 30  # tool calls in one run; a call past it gets an error and does not run
@@ -149,7 +149,7 @@ def run_tools(result, calls):
             text, failed = f"error: {error}", True
         except Exception as error:
             text, failed = f"error: {call['function']['name']} failed: {type(error).__name__}: {error}", True
-        answer(result, call, capped(guards.mask(result.policy, text)), failed,
+        answer(result, call, truncate(guards.mask(result.policy, text)), failed,
                time.monotonic() - began if callable(action) else None)
 
 

@@ -24,7 +24,7 @@ from backend import BackendError, choose
 from guards import shown
 from harness import Limits, Stop
 
-SCREEN_WIDTH = 200  # characters of a call's arguments shown on screen
+SHOWN_CHARS = 200  # characters of a call's arguments shown on screen
 TRACE_CHARS = 20_000  # characters of one text the trace keeps
 EXIT_CODES = {"answered": 0, "provider_error": 1, "output_error": 1, "internal_error": 1, "step_limit": 3,
               "tool_call_limit": 3, "token_limit": 3, "deadline": 3, "interrupted": 130}
@@ -43,7 +43,7 @@ class Trace:
             return
         if self.fd is None:
             self.fd = trace_file(self.path, self.policy)
-        fields = {name: cut(guards.mask(self.policy, value)) if isinstance(value, str) else value
+        fields = {name: clip(guards.mask(self.policy, value)) if isinstance(value, str) else value
                   for name, value in fields.items()}
         line = json.dumps({"run": self.run, "type": kind, **fields}) + "\n"
         try:
@@ -53,7 +53,7 @@ class Trace:
             raise Stop("output_error", f"could not write the trace: {error}") from None
 
 
-def cut(text):
+def clip(text):
     return text if len(text) <= TRACE_CHARS else f"{text[:TRACE_CHARS]}[... {len(text) - TRACE_CHARS} more]"
 
 
@@ -81,15 +81,15 @@ def say(*text, file=sys.stdout):
     print(*text, file=file, flush=True)
 
 
-def one_line(arguments):
-    """The arguments as shown on screen: the first SCREEN_WIDTH characters, and how many more there were."""
-    more = f"... (+{len(arguments) - SCREEN_WIDTH} characters)" if len(arguments) > SCREEN_WIDTH else ""
-    return shown(arguments[:SCREEN_WIDTH], one_line=True) + more
+def cut(arguments):
+    """Text for one line of the screen, made safe: the first SHOWN_CHARS characters, and how many more there were."""
+    more = f"... (+{len(arguments) - SHOWN_CHARS} characters)" if len(arguments) > SHOWN_CHARS else ""
+    return shown(arguments[:SHOWN_CHARS], one_line=True) + more
 
 
 def show_call(step, name, arguments):
     """run()'s on_call: one `[step] name arguments` line a call, shown before it is decided."""
-    say(f"[{step}] {shown(name, one_line=True)} {one_line(arguments)}")
+    say(f"[{step}] {shown(name, one_line=True)} {cut(arguments)}")
 
 
 def ask_user(question):

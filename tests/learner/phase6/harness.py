@@ -19,7 +19,7 @@ import guards  # noqa: E402
 import shell  # noqa: E402
 from backend import BackendError, assistant_message, chat, choose  # noqa: E402
 from guards import ToolError  # noqa: E402
-from tools import REGISTRY, TOOLS, at_once, capped, check_call, plan  # noqa: E402
+from tools import REGISTRY, TOOLS, at_once, truncate, check_call, plan  # noqa: E402
 
 MAX_STEPS = 10  # requests to the model in one run
 MAX_TOOL_CALLS = 30  # tool calls in one run; a call past it gets an error and does not run
@@ -187,7 +187,7 @@ def run_tools(result, calls):
     for at, call in enumerate(result.messages[-1]["tool_calls"]):
         action = decided[at][0]
         text, failed = outcome(call, boxes[at]) if callable(action) else action  # nothing to run: its outcome
-        answer(result, call, capped(guards.mask(result.policy, text)), failed,
+        answer(result, call, truncate(guards.mask(result.policy, text)), failed,
                boxes[at].get("seconds", 0) if callable(action) else None)
     if result.deadline and time.monotonic() >= result.deadline:
         raise Stop("deadline", "the deadline passed while tools were running")
