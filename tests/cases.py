@@ -11,6 +11,7 @@ Each case names the phase that introduced what it checks; that phase's check run
 import argparse
 import email.utils
 import json
+import os
 import sys
 import tempfile
 import time
@@ -18,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from helpers import ROOT, copy_code, demo_model, run_python
+from helpers import ROOT, copy_code, demo_model, run_python, sleep_then
 
 WORKERS = 6  # cases run side by side: most of a case is waiting (for a sleep, a retry, a deadline)
 
@@ -45,6 +46,10 @@ TOOL_USE_FAILED = {"status": 400, "body": error("Failed to call a function. Plea
                                                                   '</function>')}
 READ_FUNCTION = {"name": "read_file", "arguments": '{"path": "notes.txt"}'}
 USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+
+
+# cat with its file in quotes: sh's single ones, or cmd's double ones on Windows (to cmd, ' is a letter)
+QUOTED = 'cat "notes.txt"' if os.name == "nt" else "cat 'notes.txt'"
 
 
 def in_two_seconds():
@@ -200,7 +205,7 @@ CASES = {
     "approved_sleep_meets_the_deadline": {
         "phase": 6,
         "task": "Sleep", "args": ["--yes", "--sandbox", "off", "--deadline", "9"],  # approved on every machine
-        "script": [{"tool_calls": [call("run_shell", {"command": "sleep 60; echo woke"})]}, "never asked"],
+        "script": [{"tool_calls": [call("run_shell", {"command": sleep_then(60, "woke")})]}, "never asked"],
         "expect": {"status": "deadline", "exit": 3, "requests": 1, "seconds": 30,
                    "results": ["the run's deadline"]}},
     "retry_wait_past_the_deadline": {
@@ -288,14 +293,14 @@ CASES = {
         # run side by side, so four take the time of one. Measured against the calls' own times, not a clock
         # bound, so that a busy machine (slower calls, slower start) cannot fail it.
         "task": "Sleep", "args": ["--yes", "--sandbox", "off"],  # approved on every machine, bubblewrap or not
-        "script": [{"tool_calls": [call("run_shell", {"command": "sleep 4; echo once"}, id=f"s{n}")
+        "script": [{"tool_calls": [call("run_shell", {"command": sleep_then(4, "once")}, id=f"s{n}")
                                    for n in range(4)]}, "Slept."],
         "expect": {"status": "answered", "exit": 0, "results": ["once"] * 4, "side_by_side": True}},
     "same_command_spelled_otherwise_is_the_same_call": {
         "phase": 7,
         "task": "Read notes.txt",
         "script": [{"tool_calls": [call("run_shell", {"command": command})]}
-                   for command in ("cat notes.txt", "cat  notes.txt", "cat 'notes.txt'", " cat notes.txt")],
+                   for command in ("cat notes.txt", "cat  notes.txt", QUOTED, " cat notes.txt")],
         "expect": {"status": "repeated", "exit": 3, "requests": 4}},
     "same_call_spelled_otherwise_is_the_same_call": {
         "phase": 7,

@@ -68,6 +68,50 @@ needs_signals = pytest.mark.skipif(
 posix_redirections = pytest.mark.skipif(
     os.name == "nt", reason="closes standard output with sh's >&-, which Windows' cmd lacks: on "
     "Windows this runs in WSL 2")
+posix_shell = pytest.mark.skipif(
+    os.name == "nt", reason="runs sh's commands (sleep, yes, setsid, &, a while loop), which Windows' "
+    "cmd lacks: on Windows this runs in WSL 2")
+needs_plain_programs = pytest.mark.skipif(os.name == "nt", reason=(
+    "Windows keeps none of READ_ONLY's programs (ls, cat, grep...) in System32, where system_program() "
+    "looks, so there every command asks: on Windows this runs in WSL 2"))
+
+
+def can_link():
+    """True where this user may make a symbolic link: always on Linux and macOS; on Windows only in
+    Developer Mode or as an administrator."""
+    if os.name != "nt":
+        return True
+    with tempfile.TemporaryDirectory() as folder:
+        try:
+            os.symlink(folder, os.path.join(folder, "link"), target_is_directory=True)
+            return True
+        except OSError:
+            return False
+
+
+needs_symlinks = pytest.mark.skipif(
+    os.name == "nt" and not can_link(), reason="makes a symbolic link, which Windows allows only in "
+    "Developer Mode or to an administrator: turn Developer Mode on, or run this in WSL 2")
+
+
+def touch(name):
+    """The command that makes an empty file, in the shell run_shell uses: sh's `touch NAME`, or
+    cmd's `type nul > NAME` on Windows, which has no touch."""
+    return f"type nul > {name}" if os.name == "nt" else f"touch {name}"
+
+
+def sleep_then(seconds, word=None):
+    """A command that waits whole seconds (then prints a word), in the shell run_shell uses: sh's
+    sleep, or on Windows cmd's own (no sleep there: ping waits a second between its echoes, and &
+    runs one command, then the next)."""
+    if os.name == "nt":
+        return f"ping -n {seconds + 1} 127.0.0.1 > nul" + (f" & echo {word}" if word else "")
+    return f"sleep {seconds}" + (f"; echo {word}" if word else "")
+
+
+needs_a_subreaper = pytest.mark.skipif(not sys.platform.startswith("linux"), reason=(
+    "only Linux lets the harness adopt what left a command's group (a subreaper); on macOS and "
+    "Windows the group, or the tree, is all there is: Linux (a VM, WSL 2, or CI's ubuntu job) runs this"))
 needs_dev_full = pytest.mark.skipif(
     not os.path.exists("/dev/full"), reason="fills standard output with /dev/full, which only "
     "Linux has: on macOS this runs on Linux (a VM, or CI's ubuntu job)")
@@ -179,7 +223,7 @@ def run_python(cwd, *args, env=None, input="", timeout=60):
     if WARM and args and args[0].endswith(".py"):
         return run_warm(cwd, *args, env=env, input=input, timeout=timeout)
     return subprocess.run([sys.executable, *args], cwd=cwd, env=clean_env(**(env or {})), input=input,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, encoding="utf-8", timeout=timeout)
 
 
 def groq_env(server, key="gsk_test"):

@@ -24,12 +24,17 @@ from helpers import ROOT, checkpoints, clean_env
 NO_SANDBOX = "note: no sandbox ("  # the one line the harness prints where bubblewrap cannot run
 UNSANDBOXED = "[differs here, where there is no sandbox] "  # a difference the lesson's own machine would not show
 HOME = "/home/you/harness"  # where the lessons say the course lives; the real place is put in its stead
+# Windows: the lessons' commands are bash's (VAR=value, &, kill), their output as Linux and macOS print it
+NOT_HERE = ("the lessons' commands are bash's, and show what Linux prints: on Windows run this in WSL 2"
+            if os.name == "nt" else "")
 
 
 def commands(lesson_text):
-    """[(command, shown output)] of a lesson's ```console blocks, in order."""
+    """[(command, shown output)] of a lesson's ```console blocks, in order, those indented inside a list
+    item too."""
     found = []
-    for block in re.findall(r"^```console\n(.*?)^```", lesson_text, re.M | re.S):
+    for indent, block in re.findall(r"^([ \t]*)```console\n(.*?)^\1```", lesson_text, re.M | re.S):
+        block = re.sub(rf"^{indent}", "", block, flags=re.M)
         for part in re.split(r"^\$ ", block, flags=re.M)[1:]:
             command, _, shown = part.partition("\n")
             found.append((command, shown))
@@ -146,6 +151,8 @@ def main(argv=None):
                        "code (default: the repository root)")
     which.add_argument("--reference", action="store_true", help="run the lesson's own checkpoint instead")
     args = parser.parse_args(argv)
+    if NOT_HERE:
+        parser.error(NOT_HERE)
     args.lessons = [lesson / "README.md" if lesson.is_dir() else lesson for lesson in args.lessons]
     for lesson in args.lessons:
         if not lesson.is_file() or not commands(lesson.read_text(encoding="utf-8", errors="replace")):

@@ -277,6 +277,11 @@ def test_the_readme_quotes_backend_py_as_it_is():
     shown = re.findall(r"^  line (\d+): (.*)$", readme, re.M)
     assert f"of backend.py, which has {len(lines)} lines." in readme
     assert shown and all(lines[int(number) - 1].strip() == text for number, text in shown), shown
+    # the listing is a fresh clone's: what git holds at the top, its .git/, and the .venv/ the quick start made
+    held = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    tops = {name.split("/")[0] + ("/" if "/" in name else "") for name in held.splitlines()}
+    entries = sorted(tops | {".git/", ".venv/"})
+    assert f"holds {len(entries)} entries: {', '.join(entries)}." in readme, entries
 
 
 @pytest.mark.parametrize("number", range(len(checkpoints())))

@@ -18,7 +18,7 @@ import time
 import pytest
 from helpers import (ROOT, clean_env, groq_env, needs_dev_full, needs_fifos, needs_signals,
                      own_seconds, posix_redirections, press_ctrl_c, run_python, running_commands,
-                     scripted_backend, since_first_request, still_running, tool_calls,
+                     scripted_backend, since_first_request, sleep_then, still_running, tool_calls,
                      trace_records)
 
 PHASE = 5
@@ -101,7 +101,7 @@ def test_ctrl_c_while_tools_run_leaves_a_history_that_continues(harness, server,
 def test_the_deadline_stops_a_running_tool_and_the_history_continues(harness, server):
     """An approved `sleep 30` under a 1 s deadline: stopped at the deadline (within three times it and its grace),
     its call answered, the run over, the history one that continues."""
-    server.push(tool_calls(("run_shell", {"command": "sleep 30"})))
+    server.push(tool_calls(("run_shell", {"command": sleep_then(30)})))  # cmd's own wait on Windows
     started = time.monotonic()
     result = harness.run("Sleep", backend=scripted_backend(server), approve=lambda q: True,
                          limits=harness.Limits(deadline=1))
@@ -440,16 +440,18 @@ def test_a_server_too_slow_is_named_slow_not_unreachable(harness, server, load):
 def test_reading_far_into_a_file_of_short_lines_meets_the_deadline(workspace, server):
     """read_file at line 19,000,000 of a file of 20 million empty lines looks through its first MAX_SCAN bytes a
     line at a time, which takes seconds: under --deadline 2 the run still ends on time, status deadline, the call
-    answered. (Before the re-cut, the lines were counted a megabyte at a time and the call answered at once.)"""
+    answered. (Before the re-cut, the lines were counted a megabyte at a time and the call answered at once.) A
+    machine that reads them all within the deadline answers, and the run ended on time all the same."""
     with open(workspace / "lines.txt", "wb") as file:
         file.write(b"\n" * 20_000_000)
     server.push(tool_calls(("read_file", {"path": "lines.txt", "offset": 19_000_000, "limit": 2})), "Read.")
     started = time.monotonic()
     result = run_python(workspace, "harness.py", "--trace", "t.jsonl", "--deadline", "2", "Read",
                         env=groq_env(server))
-    assert result.returncode == 3 and since_first_request(server, started) < 3 * (2 + GRACE), result.stderr
+    assert since_first_request(server, started) < 3 * (2 + GRACE), result.stderr
     records = trace_records(workspace / "t.jsonl")
-    assert records[-1]["status"] == "deadline" and [r["type"] for r in records].count("tool") == 1, records
+    ended = {0: "answered", 3: "deadline"}.get(result.returncode)
+    assert records[-1]["status"] == ended and [r["type"] for r in records].count("tool") == 1, records
 
 
 @pytest.mark.phase(4)

@@ -18,9 +18,10 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from helpers import (BUBBLEWRAP_MISSING, ROOT, clean_env, groq_env, needs_fifos, own_seconds,
-                     path_without_bubblewrap, run_python, running_commands, scripted_backend,
-                     still_running, trace_records)
+from one_call import TARGET, functions_run
+from helpers import (BUBBLEWRAP_MISSING, ROOT, clean_env, groq_env, needs_fifos, needs_plain_programs,
+                     needs_symlinks, own_seconds, path_without_bubblewrap, run_python, running_commands,
+                     scripted_backend, still_running, trace_records)
 
 PHASE = 2
 FILES = ("guards.py", "shell.py", "tools.py", "harness.py", "cli.py")
@@ -273,6 +274,16 @@ def test_under_yes_a_command_naming_a_secret_is_refused(harness, server, command
     assert results[0].startswith("error:") and "secret" in results[0] and SECRET not in results[0], results
 
 
+@pytest.mark.phase(3)
+@pytest.mark.parametrize("windows", [False, True], ids=["sh", "cmd"])
+def test_a_secret_named_after_a_colon_is_refused_as_either_shell_splits_it(load, project, windows):
+    """sh splits `HEAD:.env` at its colon and cmd keeps it one word (so it is on Windows): each piece
+    between colons is a name, so the command is refused either way (it was not under cmd's rules)."""
+    guards = load("guards")
+    words = guards.words("git show HEAD:.env", windows=windows)
+    assert any(guards.is_secret(word) for word in words) and guards.is_secret("HEAD:.env"), words
+
+
 # 5. Secrets stopped at the source: a file that holds a secret, by a value the harness knows or by a credential's
 # form, is refused by every tool and hidden from every command, so no transformation of it reaches the model.
 
@@ -489,7 +500,7 @@ def test_a_workspace_inside_the_home_is_the_person_s_to_change(workspace, server
 
 
 @pytest.mark.phase(5)
-@pytest.mark.parametrize("how", ["link", "folder"])
+@pytest.mark.parametrize("how", [pytest.param("link", marks=needs_symlinks), "folder"])
 def test_the_trace_follows_no_link_and_no_command_rewrites_it(workspace, project, server, how, tmp_path):
     """A link at the trace's path (to a shell's start-up file) is refused at once: nothing is appended to the
     link's target. With the trace in the workspace, an approved command can neither rewrite it nor move its
@@ -519,8 +530,9 @@ def test_another_name_for_the_trace_is_the_trace(workspace, project, server):
     to it is refused, under --yes, as a write to the trace is; the trace keeps only the harness's records."""
     trace = project / "run.jsonl"
     trace.touch()
-    os.link(trace, project / "RUN.JSONL")
-    server.push({"tool_calls": [{"name": "write_file", "arguments": {"path": "RUN.JSONL", "content": "forged\n"}}]},
+    other = "second.jsonl" if case_blind(project) else "RUN.JSONL"  # where case is ignored, RUN.JSONL is run.jsonl
+    os.link(trace, project / other)
+    server.push({"tool_calls": [{"name": "write_file", "arguments": {"path": other, "content": "forged\n"}}]},
                 "done")
     run_python(workspace, "harness.py", "--yes", "--workspace", str(project), "--trace", str(trace), "Write",
                env=groq_env(server))
@@ -665,6 +677,7 @@ def test_bubblewrap_found_outside_the_system_s_folders_is_started_by_its_path(wo
 # other kind of call follows --yes, and Python's run() behaves as the command line does.
 
 @pytest.mark.phase(3)
+@needs_plain_programs
 def test_without_a_sandbox_the_guard_stays_strict(workspace, project, server, monkeypatch):
     """No bubblewrap: one line says so; git and anything off the allowlist ask, even under --yes, and a no runs
     nothing; what is on the allowlist still runs unasked."""
@@ -685,6 +698,7 @@ def test_without_a_sandbox_yes_still_approves_writes(workspace, project, server,
 
 
 @pytest.mark.phase(3)
+@needs_plain_programs
 def test_run_from_python_without_a_sandbox_asks_for_all_but_plain_commands(load, workspace, server, monkeypatch,
                                                                           tmp_path):
     """harness.run("task") in a Python session on a machine without bubblewrap: the policy it builds runs a
@@ -698,6 +712,7 @@ def test_run_from_python_without_a_sandbox_asks_for_all_but_plain_commands(load,
 
 @pytest.mark.phase(3)
 @pytest.mark.skipif(os.path.exists("/usr/bin/sandbox-exec"), reason="this Mac has its sandbox, Seatbelt")
+@needs_plain_programs
 def test_run_from_python_on_a_mac_without_seatbelt_has_no_sandbox_and_stays_strict(load, workspace, server,
                                                                                    monkeypatch):
     """sys.platform "darwin" and no /usr/bin/sandbox-exec (as here): the policy says why there is no sandbox; plain
@@ -714,13 +729,13 @@ def test_run_from_python_on_a_mac_without_seatbelt_has_no_sandbox_and_stays_stri
 # 11. The clock and the status: deciding a call counts against the deadline, and every run ends with a record.
 
 @pytest.mark.phase(6)
-@pytest.mark.parametrize("call", [("read_file", {"path": "/".join(["l"] * 400)}),
+@pytest.mark.parametrize("call", [pytest.param(("read_file", {"path": "/".join(["l"] * 400)}), marks=needs_symlinks),
                                   ("run_shell", {"command": "cat " + " ".join(["notes.txt"] * 2000)})])
 def test_deciding_a_call_meets_the_deadline(workspace, server, call):
     """A chain of 400 links to follow, a 2,000-word plain command to check: the run ends by --deadline 5 (plus a
     grace), whatever deciding costs."""
-    link = workspace / "l"
-    link.symlink_to(".")
+    if call[0] == "read_file":  # the chain of links it follows
+        (workspace / "l").symlink_to(".")
     server.push({"tool_calls": [{"name": call[0], "arguments": call[1]}] * 8}, "done")
     started = time.monotonic()
     done = run_python(workspace, "harness.py", "--deadline", "5", "Do it", env=groq_env(server), input="n\n" * 10)
@@ -783,25 +798,11 @@ def test_an_mcp_tool_s_name_cannot_redraw_the_question(workspace, project, serve
 @pytest.mark.phase(5)
 def test_one_tool_call_runs_at_most_35_of_the_project_s_functions(load, workspace, server):
     """A list_dir call and an answer, through run(): at most 35 distinct functions of the harness's own files run
-    (counted by the profiler), and check_call() runs once."""
-    harness = load("harness")
-    ours, seen, checks = {str(path) for path in workspace.glob("*.py")}, set(), []
-
-    def profile(frame, event, arg):
-        if event == "call" and frame.f_code.co_filename in ours and frame.f_code.co_name != "<module>":
-            seen.add((os.path.basename(frame.f_code.co_filename), frame.f_code.co_name))
-            if frame.f_code.co_name == "check_call":
-                checks.append(1)
-
+    (counted by the profiler: `python tests/one_call.py` prints the count for every phase), and check_call() runs
+    once."""
     server.push({"tool_calls": [{"name": "list_dir", "arguments": {"path": "."}}]}, "done")
-    policy = load("guards").policy(sandbox="off")  # the same on every machine: no note that there is no sandbox
-    sys.setprofile(profile)
-    try:
-        harness.run("List", backend=scripted_backend(server), policy=policy)
-    finally:
-        sys.setprofile(None)
-    lambdas = {name for name in seen if name[1] in ("<lambda>", "<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>")}
-    assert len(seen - lambdas) <= 35 and len(checks) == 1, (len(seen - lambdas), sorted(seen - lambdas))
+    names, checks = functions_run(load("harness"), load("guards"), scripted_backend(server), workspace)
+    assert len(names) <= TARGET and checks == 1, (len(names), sorted(names))
 
 
 @pytest.mark.phase(4)
@@ -829,6 +830,7 @@ def test_read_file_never_loads_a_huge_file(load, project):
     assert peak < 40 * 1024 * 1024 and len(page) <= tools.MAX_CHARS and "too big" in question, (peak, question)
 
 
+@needs_symlinks
 def test_list_dir_stops_at_its_limit_and_says_nothing_of_where_links_lead(load, workspace):
     """A folder of 20,000 names: list_dir returns MAX_CHARS of it and says how much more there is; a link to a
     folder outside is listed without the / that would say where it leads."""
@@ -842,6 +844,7 @@ def test_list_dir_stops_at_its_limit_and_says_nothing_of_where_links_lead(load, 
     assert "up/" not in tools.list_dir(policy, "many")
 
 
+@needs_symlinks
 def test_links_that_lead_out_are_refused_or_ask(harness, server, workspace):
     """A link to a file or folder outside, named to read_file, cat, ls, head or grep: refused, or a person asked."""
     (workspace / "out.txt").symlink_to(workspace.parent / "outside.txt")
@@ -852,6 +855,7 @@ def test_links_that_lead_out_are_refused_or_ask(harness, server, workspace):
     assert len(asked) == 3 and not any("not yours" in r for r in results), (asked, results)
 
 
+@needs_symlinks
 def test_what_a_model_sends_becomes_an_error_it_can_act_on(harness, server, workspace, load):
     """A link loop, a NUL character, a 10,000-character name, a 200,000-character path: each gets an error of at
     most MAX_CHARS, at once, and the run goes on to its answer."""
@@ -881,6 +885,7 @@ while True:  # rename(2) is atomic: each of conf and sub is a folder or a link a
 """
 
 @pytest.mark.phase(4)
+@needs_symlinks
 def test_a_folder_swapped_for_a_link_never_leads_a_tool_outside(load, project, tmp_path):
     """While another process swaps conf/ and sub/ for links to a home's .aws and the home itself, as fast as it can
     (a sandboxed MCP server could), 3,000 reads of conf/credentials and 500 writes of sub/.bashrc: none returns

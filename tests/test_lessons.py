@@ -1,18 +1,21 @@
 """Every lesson runs as written: each `$ command` of its console blocks, run in a fresh copy of the course with the
 lesson's checkpoint (the reference) at the top, prints what the lesson shows (tests/lessons.py). And the runner can
 fail, runs your code unless told otherwise, and says how to use it."""
+import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor, wait
 
 import pytest
 from helpers import ROOT, checkpoints
-from lessons import UNSANDBOXED, commands, main, matches, run_lesson
+from lessons import NOT_HERE, UNSANDBOXED, commands, main, matches, run_lesson
 
 LESSONS = [p / "README.md" for p in checkpoints()]
+runs_bash = pytest.mark.skipif(os.name == "nt", reason=NOT_HERE)
 STARTED = {}  # lesson -> a future of its problems: the lessons run side by side, each in a tree of its own
 
 
+@runs_bash
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.parent.name for p in LESSONS])
 def test_every_command_of_the_lesson_prints_what_it_shows(lesson):
     assert commands(lesson.read_text(encoding="utf-8")), f"{lesson} shows no command to run"
@@ -30,6 +33,7 @@ def test_every_command_of_the_lesson_prints_what_it_shows(lesson):
     assert problems == [], "\n\n".join(problems)
 
 
+@runs_bash
 def test_an_edited_output_in_a_lesson_fails_the_runner(tmp_path):
     """The phase 0 lesson with one word of its shown output changed: the runner reports that command."""
     lesson = checkpoints()[0] / "README.md"
@@ -51,6 +55,7 @@ def test_the_runner_reads_ellipses_as_anything():
     assert not matches("a\n", "a\nextra\n")
 
 
+@runs_bash
 def test_the_runner_runs_your_code_unless_asked_for_the_reference(tmp_path):
     """A lesson showing the first line of backend.py: by default the runner runs the repository root's (yours);
     --code DIR runs DIR's; --reference runs the lesson's own folder, the checkpoint."""

@@ -127,7 +127,7 @@ def unusable(schema, where="the schema"):
                  if w in schema and not isinstance(schema[w], shape)),
                 None)
     if word or schema.get("type", "object") not in JSON_TYPES:
-        # a list of types would crash problem()
+        # one of JSON's types, named once: "str" would make problem() raise
         word = word or "type"
         return f"{where} has {word} {json.dumps(schema[word])[:50]}, which is not checked here"
     parts = [*(schema.get("properties") or {}).items(),

@@ -174,17 +174,17 @@ def known_secrets(workspace):
 def is_secret(path):
     """True when a path names a credential file, or a copy of one (".env.local", "server.key.bak"),
     or lies in a credential folder: in any case, and as Windows reads names (".env." and
-    ".env::$DATA" are .env there).
+    ".env::$DATA" are .env there); each piece between colons is a name (git's HEAD:.env too).
 
     Example: is_secret("config/.env.local") -> True;  is_secret("home/.ssh/deploy") -> True;
              is_secret(".env.example") -> False;  is_secret("notes.txt") -> False
     """
-    parts = [part.lower().split(":")[0].rstrip(". ") or part for part in Path(path).parts]
-    if not parts or parts[-1] in NOT_SECRET:
-        return False
-    return any(part in SECRET_FOLDERS for part in parts) or any(
-        fnmatch.fnmatch(parts[-1], name) or fnmatch.fnmatch(parts[-1], name + "[!a-z]*")
-        for name in SECRET_NAMES)
+    parts = [[piece.rstrip(". ") or piece for piece in part.lower().split(":")]
+             for part in Path(path).parts]
+    last = [piece for piece in parts[-1] if piece not in NOT_SECRET] if parts else []
+    return any(piece in SECRET_FOLDERS for part in parts for piece in part) or any(
+        fnmatch.fnmatch(piece, name) or fnmatch.fnmatch(piece, name + "[!a-z]*")
+        for piece in last for name in SECRET_NAMES)
 
 
 def secret_in(policy, data):

@@ -2,6 +2,7 @@
 mcp_client.Server against real servers over real pipes (the course's ticket_server.py, and tests/mcp_servers.py,
 which misbehaves on purpose), and through `python mcp_client.py COMMAND`."""
 import json
+import os
 import shutil
 import sys
 import time
@@ -11,6 +12,8 @@ from helpers import ROOT, run_python
 
 PHASE = 11
 FILES = ("mcp_client.py", "shell.py")
+# what Python itself needs of the environment to start on Windows (its random numbers); Linux and macOS: nothing
+WINDOWS_NEEDS = {name: os.environ[name] for name in ("SYSTEMROOT",) if name in os.environ}
 
 
 @pytest.fixture
@@ -27,7 +30,7 @@ def client(load, servers):
     mcp_client, started = load("mcp_client"), []
 
     def start(command, deadline=None):
-        server = mcp_client.Server("test", [sys.executable, *command.split()], {}, None)
+        server = mcp_client.Server("test", [sys.executable, *command.split()], WINDOWS_NEEDS, None)
         started.append(server)
         return server.start(deadline if deadline is None else time.monotonic() + deadline)
 

@@ -5,14 +5,12 @@ import os
 import subprocess
 
 import pytest
-from helpers import answer_of, clean_env, groq_env, run_python, scripted_backend
+from helpers import (answer_of, clean_env, groq_env, needs_plain_programs, needs_symlinks, run_python,
+                     scripted_backend, touch)
 
 PHASE = 2
 FILES = ("guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
 SECRET = "from_dotenv_0123456789"
-NO_PLAIN_PROGRAMS = pytest.mark.skipif(os.name == "nt", reason=(
-    "Windows keeps none of READ_ONLY's programs (ls, cat, grep...) in System32, where system_program() looks, so "
-    "there every command asks; WSL 2 runs this check as on Linux"))
 
 
 @pytest.fixture
@@ -42,14 +40,23 @@ def shell(command):
 
 
 def test_paths_out_of_the_workspace_are_refused(harness, server, workspace):
-    """read_file and list_dir refuse a path outside the workspace: by .., by an absolute path, through a link."""
-    (workspace / "link.txt").symlink_to(workspace.parent / "outside.txt")
+    """read_file and list_dir refuse a path outside the workspace: by .., by an absolute path."""
     results, _ = turn(harness, server, ("read_file", {"path": "../outside.txt"}), ("list_dir", {"path": ".."}),
                       ("read_file", {"path": str(workspace.parent / "outside.txt")}),
-                      ("read_file", {"path": "link.txt"}), ("read_file", {"path": "notes.txt"}))
+                      ("read_file", {"path": "notes.txt"}))
     *refusals, notes = results
     assert all(r.startswith("error:") and "outside the workspace" in r for r in refusals), refusals
     assert "not yours" not in "".join(refusals) and notes.startswith("keep me"), results
+
+
+@needs_symlinks
+def test_a_link_out_of_the_workspace_is_refused(harness, server, workspace):
+    """read_file refuses a path outside the workspace through a link: link.txt, inside, leads to ../outside.txt."""
+    (workspace / "link.txt").symlink_to(workspace.parent / "outside.txt")
+    results, _ = turn(harness, server, ("read_file", {"path": "link.txt"}), ("read_file", {"path": "notes.txt"}))
+    refusal, notes = results
+    assert refusal.startswith("error:") and "outside the workspace" in refusal, results
+    assert "not yours" not in refusal and notes.startswith("keep me"), results
 
 
 @pytest.mark.parametrize("name", [".env", ".env.local", "#.env#", ".env copy", "prod.env", "id_ed25519",
@@ -62,7 +69,7 @@ def test_secret_files_are_refused_by_name(harness, server, workspace, name):
     assert results[0].startswith("error:") and "secret" in results[0] and "shh" not in results[0], results
 
 
-@NO_PLAIN_PROGRAMS
+@needs_plain_programs
 def test_plain_read_only_commands_run_without_asking(harness, server):
     """ls, cat, head, wc and grep with listed options and files inside the workspace run at once."""
     commands = ["ls", "ls -la", "cat notes.txt", "grep -n keep notes.txt", "wc -l notes.txt", "head -1 notes.txt"]
@@ -121,7 +128,7 @@ def test_a_question_shows_every_command_differently(harness, server, command, sh
     assert len(asked) == 1 and shown in asked[0], f"the question should show {shown!r}: {asked}"
 
 
-@NO_PLAIN_PROGRAMS
+@needs_plain_programs
 def test_a_program_planted_in_the_workspace_is_not_the_one_that_runs(harness, server, workspace, monkeypatch):
     """PATH holding the workspace (or '.'): a plain `ls` is still the system's, not ./ls."""
     (workspace / "ls").write_text("#!/bin/sh\ntouch pwned\n")
@@ -181,11 +188,12 @@ def test_what_the_model_wrote_cannot_redraw_the_screen(workspace, server):
 def test_the_command_line_asks_reads_yes_and_keeps_to_the_workspace(workspace, server, tmp_path):
     """The question goes to stderr with the command and ends in `? [y/N] `; a piped "n" or nothing declines;
     `--yes` approves; `--workspace DIR` confines the tools to DIR; a missing DIR is a usage error (exit 2)."""
-    server.push({"tool_calls": [{"name": "run_shell", "arguments": {"command": "touch made"}}]}, "Done.")
+    made = touch("made")  # sh's touch; cmd's own on Windows
+    server.push({"tool_calls": [{"name": "run_shell", "arguments": {"command": made}}]}, "Done.")
     declined = run_python(workspace, "harness.py", "Do it", env=groq_env(server), input="")
     assert declined.returncode == 0 and not (workspace / "made").exists(), declined.stderr
-    assert "touch made" in declined.stderr and "? [y/N]" in declined.stderr, declined.stderr
-    server.push({"tool_calls": [{"name": "run_shell", "arguments": {"command": "touch made"}}]}, "Done.")
+    assert made in declined.stderr and "? [y/N]" in declined.stderr, declined.stderr
+    server.push({"tool_calls": [{"name": "run_shell", "arguments": {"command": made}}]}, "Done.")
     # where a later phase's sandbox cannot run, --yes asks anyway, unless the sandbox is turned off
     off = ["--sandbox", "off"] if "--sandbox" in run_python(workspace, "harness.py", "--help").stdout else []
     approved = run_python(workspace, "harness.py", "--yes", *off, "Do it", env=groq_env(server))

@@ -10,7 +10,7 @@ import time
 
 import pytest
 from helpers import (BUBBLEWRAP_MISSING, clean_env, groq_env, needs_bubblewrap, own_seconds,
-                     path_without_bubblewrap, run_python, scripted_backend, still_running)
+                     path_without_bubblewrap, posix_shell, run_python, scripted_backend, still_running, touch)
 
 PHASE = 3
 FILES = ("backend.py", "guards.py", "harness.py", "shell.py", "tools.py", "cli.py")
@@ -126,12 +126,14 @@ def test_commands_get_only_the_variables_they_need(workspace, server, monkeypatc
     database, language = "postgres://me:hunter2hunter2@db/app", "C.UTF-8"
     monkeypatch.setenv("DATABASE_URL", database)
     monkeypatch.setenv("LANG", language)
-    found, _ = turn(workspace, server, "env", args=("--yes", "--sandbox", "off"))
+    listing = "set" if os.name == "nt" else "env"  # cmd's own on Windows, which has no env
+    found, _ = turn(workspace, server, listing, args=("--yes", "--sandbox", "off"))
     seen = dict(line.split("=", 1) for line in found[0].splitlines() if "=" in line)
     assert seen.get("LANG") == language and "DATABASE_URL" not in seen and database not in found[0], seen
     assert groq_env(server)["GROQ_API_KEY"] not in found[0], "the API key reached a command"
 
 
+@posix_shell
 def test_a_command_and_all_it_started_end_with_its_timeout(workspace, server, load):
     """A command past shell.TIMEOUT is stopped with everything it started, and its result says it timed out;
     output past MAX_OUTPUT stops it too."""
@@ -191,11 +193,11 @@ def test_without_a_sandbox_one_line_says_so_and_yes_asks(workspace, project, ser
     """No bubblewrap (here: PATH without it): one line on stderr starts with `note: no sandbox`, and --yes does not
     approve a command; `--sandbox off` says you accept that, and --yes approves again."""
     monkeypatch.setenv("PATH", path_without_bubblewrap(project))
-    found, done = turn(workspace, server, "touch made.txt", args=("--yes", "--workspace", str(project)))
+    made = touch("made.txt")  # sh's touch; cmd's own on Windows
+    found, done = turn(workspace, server, made, args=("--yes", "--workspace", str(project)))
     notes = [line for line in done.stderr.splitlines() if line.startswith("note: no sandbox")]
     assert len(notes) == 1 and not (project / "made.txt").exists() and "declined" in found[0], (
         f"one note, and the command asked and declined; the model got {found}; stderr: {done.stderr}")
-    found, done = turn(workspace, server, "touch made.txt",
-                       args=("--yes", "--sandbox", "off", "--workspace", str(project)))
+    found, done = turn(workspace, server, made, args=("--yes", "--sandbox", "off", "--workspace", str(project)))
     assert (project / "made.txt").exists() and "note: no sandbox" not in done.stderr, (
-        f"with --sandbox off and --yes, `touch made.txt` should run; the model got {found}; stderr: {done.stderr}")
+        f"with --sandbox off and --yes, `{made}` should run; the model got {found}; stderr: {done.stderr}")

@@ -11,8 +11,8 @@ import time
 
 import pytest
 from cases import CASES, start_cases
-from helpers import (clean_env, groq_env, needs_signals, own_seconds, run_python, running_commands,
-                     scripted_backend, still_running, tool_calls)
+from helpers import (clean_env, groq_env, needs_a_subreaper, needs_plain_programs, needs_signals, own_seconds,
+                     posix_shell, run_python, running_commands, scripted_backend, still_running, tool_calls)
 
 PHASE = 6
 FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
@@ -96,6 +96,7 @@ def test_a_persons_answer_is_waited_for_until_the_deadline(harness, server):
     assert answered == ["call_0", "call_1"], f"each call needs a tool message: {answered}"
 
 
+@posix_shell
 def test_done_when_three_slow_calls_in_one_turn_take_about_the_time_of_one(workspace, server):
     """Three approved commands of one turn run side by side: each waits until all three have started (alone, it
     gives up after 5 s), so only a turn that runs them at the same time gets three "together"."""
@@ -108,6 +109,7 @@ def test_done_when_three_slow_calls_in_one_turn_take_about_the_time_of_one(works
     assert all("together" in r for r in results) and len(results) == 3, f"run them side by side: {results}"
 
 
+@needs_plain_programs
 def test_the_approved_calls_run_after_the_unasked_ones(workspace, server):
     """The calls nobody was asked about run first (side by side), then the approved ones: an approved `touch`
     listed first still runs after a plain `ls`, and the results go back in call order."""
@@ -144,8 +146,7 @@ def test_ctrl_c_leaves_no_command_running(workspace, server):
 
 
 @needs_signals
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="only Linux lets the harness adopt what left a "
-                    "command's group (a subreaper); on macOS and Windows the group, or the tree, is all there is")
+@needs_a_subreaper
 def test_ctrl_c_leaves_nothing_that_left_the_command_s_group(workspace, server):
     """--sandbox off, Ctrl-C while an approved command runs that put a process in a session of its own
     (setsid): exit 130, and that process is gone too: finish() reaps what left a group since the run began."""
@@ -168,6 +169,7 @@ def test_ctrl_c_leaves_nothing_that_left_the_command_s_group(workspace, server):
     assert still_running(f"sleep {left}") == [], "a process that left the command's group outlived the Ctrl-C"
 
 
+@needs_a_subreaper
 def test_what_left_the_command_s_group_ends_with_it(workspace, server):
     """--sandbox off, where no sandbox's own process numbers end them: processes the command left behind in a
     session of their own (setsid, a double fork) are gone when it returns (Linux: the harness is their
