@@ -26,6 +26,7 @@ from pathlib import Path
 
 import guards
 import harness
+import tools
 from backend import BackendError, choose
 from guards import shown
 from harness import GRACE, Limits, Stop, within
@@ -234,7 +235,7 @@ def arguments(argv=None):
         file = options.output_schema
         try:
             options.output_schema = json.loads(Path(file).read_text(encoding="utf-8"), parse_constant=refuse_constant)
-            why = harness.unusable(options.output_schema)
+            why = tools.unusable(options.output_schema)
         except (OSError, ValueError) as error:
             why = f"cannot be read as JSON: {error}"
         if why:

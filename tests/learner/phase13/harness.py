@@ -34,7 +34,7 @@ import shell  # noqa: E402
 from backend import BackendError, assistant_message, chat, choose  # noqa: E402
 from guards import ToolError  # noqa: E402
 from mcp_client import McpError, Server, stop_all  # noqa: E402
-from tools import JSON_TYPES, MAX_COMMAND, REGISTRY, BadCall, at_once, truncate, check_call, plan  # noqa: E402
+from tools import MAX_COMMAND, REGISTRY, BadCall, at_once, truncate, check_call, plan  # noqa: E402
 
 MAX_STEPS = 10  # requests to the model in one run
 MAX_TOOL_CALLS = 30  # tool calls in one run; a call past it gets an error and does not run
@@ -48,9 +48,6 @@ DECLINED = "error: the user declined this call; do not try it again, find anothe
 EMPTY_ANSWER = "Your last reply was empty. Answer the task in words, or call a tool."  # the one nudge
 FINAL_TOOL = "final_answer"  # the tool whose arguments are an answer with a shape
 OUTPUT_TRIES = 3  # answers that do not fit the shape (words, or a call that breaks it) before the run ends
-SCHEMA_WORDS = {"type": str, "properties": dict, "required": list, "items": dict, "enum": list,
-                "additionalProperties": bool, "description": str, "title": str, "default": object,
-                "examples": list}  # what problem() checks, or may ignore, in an output schema: each in its shape
 CONTEXT_TOKENS = 8_000  # the conversation's size past which it is compacted: Groq's free tier sends 8,000 a minute
 RECENT = 0.25  # the share of that budget the latest turns, kept whole, may fill
 SUMMARY = ("Sum up the work so far for yourself, to go on from: what the task asks, what each call found that "
@@ -529,29 +526,6 @@ def run(task, backend=None, approve=ignore, limits=None, started=None, history=N
     except Exception as error:  # a fault of ours or of a library: a status, not a traceback
         result.status, result.error = "internal_error", f"{type(error).__name__}: {error}"
     return finish(result, started, since)
-
-
-def unusable(schema, where="the schema"):
-    """Why answers could not be checked against this schema (check_call()'s problem() checks only SCHEMA_WORDS),
-    or None. It must describe an object at the top."""
-    if not isinstance(schema, dict):
-        return f"{where} is not a JSON object"
-    if where == "the schema" and schema.get("type") != "object":
-        return f'{where} must describe an object ("type": "object")'
-    for word, value in schema.items():
-        if word not in SCHEMA_WORDS:
-            return f"{where} uses {word}, which is not checked here"
-        if not isinstance(value, SCHEMA_WORDS[word]):
-            return f"{where} has a {word} that is no {SCHEMA_WORDS[word].__name__}"
-    if "type" in schema and schema["type"] not in JSON_TYPES:
-        return f"{where} has a type {schema['type']!r} that JSON does not have"
-    if not all(isinstance(name, str) for name in schema.get("required", [])):
-        return f"{where} has a required that is not a list of names"
-    for name, part in schema.get("properties", {}).items():
-        why = unusable(part, f"{where}.{name}")
-        if why:
-            return why
-    return unusable(schema["items"], f"{where}[]") if "items" in schema else None
 
 
 if __name__ == "__main__":

@@ -28,6 +28,9 @@ MAX_LINE = 1000  # characters of one line read_file shows; a longer one is cut
 MAX_DIFF_LINES = 3000  # lines of a file past which a write is shown without a diff (difflib's cost grows faster)
 JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "array": list,
               "object": dict, "null": type(None)}  # JSON's names for Python's types
+SCHEMA_WORDS = {"type": str, "properties": dict, "required": list, "items": dict, "enum": list,
+                "additionalProperties": bool, "description": str, "title": str, "default": object,
+                "examples": list}  # what problem() checks, or may ignore, in an output schema: each in its shape
 SCHEMA_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}  # an annotation's JSON name
 
 
@@ -261,3 +264,26 @@ def write_file(policy, path: str, content: str):
     full.parent.mkdir(parents=True, exist_ok=True)
     full.write_bytes(content.encode("utf-8"))  # exactly what the diff showed: no newline translation
     return f"wrote {len(content)} characters to {path}"
+
+
+def unusable(schema, where="the schema"):
+    """Why answers could not be checked against this schema (check_call()'s problem() checks only SCHEMA_WORDS),
+    or None. It must describe an object at the top."""
+    if not isinstance(schema, dict):
+        return f"{where} is not a JSON object"
+    if where == "the schema" and schema.get("type") != "object":
+        return f'{where} must describe an object ("type": "object")'
+    for word, value in schema.items():
+        if word not in SCHEMA_WORDS:
+            return f"{where} uses {word}, which is not checked here"
+        if not isinstance(value, SCHEMA_WORDS[word]):
+            return f"{where} has a {word} that is no {SCHEMA_WORDS[word].__name__}"
+    if "type" in schema and schema["type"] not in JSON_TYPES:
+        return f"{where} has a type {schema['type']!r} that JSON does not have"
+    if not all(isinstance(name, str) for name in schema.get("required", [])):
+        return f"{where} has a required that is not a list of names"
+    for name, part in schema.get("properties", {}).items():
+        why = unusable(part, f"{where}.{name}")
+        if why:
+            return why
+    return unusable(schema["items"], f"{where}[]") if "items" in schema else None
