@@ -247,7 +247,7 @@ def readable(argv, env, policy):
              if os.path.exists(place)]
     places = [*dict.fromkeys([*(place for place in its_own if allowed(place, policy)),
                               *(place for place in named if allowed(place, policy)
-                                and not holds_secret(place, policy))])]
+                                and not secret_inside(place, policy))])]
     # each once: what the sandbox shows already is left out (a mount inside a mount can fail)
     return [place for place in places if not any(map(place.is_relative_to, shell.SYSTEM))
             and not any(place != other and place.is_relative_to(other) for other in places)]
@@ -295,7 +295,7 @@ def interpreter(program, path):
     return words[0] if words else None
 
 
-def holds_secret(place, policy):
+def secret_inside(place, policy):
     """True when a file an argument names, or a file in a folder it names, names or holds a secret,
     or is too big to judge whole (over guards.MAX_READ bytes): what the workspace hides."""
     files = ([Path(folder, name) for folder, _, names in os.walk(place) for name in names]
