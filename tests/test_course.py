@@ -747,9 +747,10 @@ def check_command(tree, phase, *args):
 
 
 def test_the_check_passes_a_good_loop_and_fails_a_broken_one_with_the_lessons_words(tmp_path):
-    good = check_command(None, 1, "--code", str(checkpoints()[1]))
+    good = check_command(None, 1, "--code", str(checkpoints()[1]), "-rA")
     assert good.returncode == 0, good.stdout[-2000:]
-    assert " passed" in good.stdout and "deselected" in good.stdout
+    ran = re.findall(r"^PASSED (\S+?)::", good.stdout, re.M)  # -rA: a line for each test that passed
+    assert ran and set(ran) == {"tests/checkpoints/test_phase1_loop.py"}, f"phase 1's check only: {set(ran)}"
     broken = copy_code(checkpoints()[1], tmp_path / "broken")
     source = (broken / "harness.py").read_text()
     forgot_the_assistant_message = "        messages.append(assistant_message(message))\n"

@@ -18,18 +18,16 @@ from helpers import (clean_env, groq_env, needs_fifos, needs_signals, run_python
 PHASE = 5
 FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
 MINE = [name for name, case in CASES.items() if case["phase"] == PHASE]
-STARTED = {}  # folder -> {case: future}: every folder's cases start at the first one, and run side by side
+STARTED = {}  # folder -> {case: future}: every folder's cases, started with this module's first test
 
 
-@pytest.mark.parametrize("name", MINE)
-def test_done_when_the_scripted_case_passes(code_dir, name, request):
-    """The scripted case runs as tests/cases.py describes it (`python tests/cases.py -v NAME` shows it run)."""
-    if not STARTED:
-        folders = {item.callspec.params["code_dir"] for item in request.session.items
-                   if item.originalname == "test_done_when_the_scripted_case_passes" and item.module.PHASE == PHASE}
-        STARTED.update({folder: start_cases(MINE, folder) for folder in sorted(folders)})
-    found = STARTED[code_dir][name].result()
-    assert found == [], f"case {name}: " + "; ".join(found)
+@pytest.fixture(autouse=True, scope="module")
+def cases_started(request):
+    """The scripted cases of this phase, for every folder whose case tests were chosen, start with the module's
+    first test and run side by side with the tests that follow; the last tests wait for them."""
+    folders = {item.callspec.params["code_dir"] for item in request.session.items
+               if item.originalname == "test_done_when_the_scripted_case_passes" and item.module.PHASE == PHASE}
+    STARTED.update({folder: start_cases(MINE, folder) for folder in sorted(folders)})
 
 
 def test_run_returns_a_result_and_its_messages_continue(harness, server):
@@ -237,3 +235,10 @@ def test_ctrl_c_ends_the_run_as_interrupted_with_exit_130(workspace, server):
     stdout, stderr = process.communicate(timeout=20)
     assert process.returncode == 130 and "Traceback" not in stderr, stderr
     assert trace_records(trace)[-1].get("status") == "interrupted", trace_records(trace)[-1]
+
+
+@pytest.mark.parametrize("name", MINE)  # last: the cases ran beside the tests above
+def test_done_when_the_scripted_case_passes(code_dir, name):
+    """The scripted case runs as tests/cases.py describes it (`python tests/cases.py -v NAME` shows it run)."""
+    found = STARTED[code_dir][name].result()
+    assert found == [], f"case {name}: " + "; ".join(found)
