@@ -122,11 +122,12 @@ def section(text, title):
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.parent.name for p in LESSONS])
 def test_a_lesson_fits_a_class_session(lesson):
-    """At most 12 KB besides its list of what the check calls (a reference, at most 4 KB), a stated time, and a
-    "What the check expects" box: the check's contract with the learner."""
+    """At most 12 KB besides its list of what the check calls (a reference, at most 4 KB) and its What changed
+    table (made from the code), a stated time, and a "What the check expects" box: the check's contract."""
     text = lesson.read_text(encoding="utf-8")
     calls = section(text, "What the check calls")
     rest = text.replace(f"\n## What the check calls\n{calls}", "")
+    rest = rest.replace(f"\n## What changed\n{section(text, 'What changed')}", "")
     assert len(rest.encode()) <= MAX_LESSON_BYTES, f"{lesson.parent.name}: {len(rest.encode())} bytes besides its list"
     assert len(calls.encode()) <= MAX_CALLS_BYTES, f"{lesson.parent.name}: its list is {len(calls.encode())} bytes"
     assert "## What the check expects" in text and "minutes typed" in text

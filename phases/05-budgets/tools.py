@@ -305,5 +305,5 @@ REGISTRY = {
     },
 }
 TOOLS = [{"type": "function", "function": {"name": name, "description": tool["description"],
-                                            "parameters": tool["parameters"]}} for name,
-         tool in REGISTRY.items()]
+                                            "parameters": tool["parameters"]}}
+         for name, tool in REGISTRY.items()]

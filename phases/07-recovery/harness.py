@@ -89,7 +89,7 @@ def run(task, backend=None, approve=ignore, limits=None, started=None, history=N
     limits is a Limits; started the time.monotonic() the deadline counts from (default: now);
     history an earlier result.messages to go on from; policy says what the run may touch (default:
     guards.policy()). on_call, on_note, record: see Result."""
-    limits, started = limits or Limits(), started or time.monotonic()
+    limits, started, since = limits or Limits(), started or time.monotonic(), shell.ticks()
     result = Result(backend, policy or guards.policy(), limits,
                     limits.deadline and started + limits.deadline, approve, on_call, on_note,
                     record, messages=[*(history or [{"role": "system", "content": SYSTEM}]),
@@ -107,14 +107,17 @@ def run(task, backend=None, approve=ignore, limits=None, started=None, history=N
         result.status = "interrupted"
     except Exception as error:  # a fault of ours or a library's: still a status and a record
         result.status, result.error = "internal_error", f"{type(error).__name__}: {error}"
-    return finish(result, started)
+    return finish(result, started, since)
 
 
-def finish(result, started):
-    """End a run, however it ended: every command stopped, every call answered, the end recorded. A
-    record that fails says so in the error; the run keeps its own status."""
+def finish(result, started, since):
+    """End a run, however it ended: every command stopped, and without a sandbox what left its group
+    since the run began (since, shell.ticks()); every call answered; the end recorded. A record that
+    fails says so in the error; the run keeps its own status."""
     for process in list(shell.RUNNING):  # nothing a command started outlives the run
         shell.stop(process)
+    if not result.policy.sandbox:  # nor what left its group (setsid), even after a Ctrl-C
+        shell.reap(since)
     result.seconds = round(time.monotonic() - started, 3)
     if result.status != "answered":  # an answered run has every call answered
         answer_every_call(result)

@@ -80,7 +80,8 @@ def run(argv, policy, write=False, deadline=None):
     together): at most KEEP bytes of it, with a note of how much was cut. write: the command may
     change the workspace (an approved one, where the policy allows). After TIMEOUT seconds, or at
     the deadline (a time.monotonic()) if that comes first, it is stopped, and the result says so."""
-    timeout = min(TIMEOUT, deadline - time.monotonic()) if deadline else TIMEOUT
+    # never below 0: approved commands start after the others, maybe past the deadline
+    timeout = max(min(TIMEOUT, deadline - time.monotonic()), 0) if deadline else TIMEOUT
     boxed = sandboxed(argv, policy, write and policy.write) if policy.sandbox else argv
     before = (guards.repositories(policy.workspace) if policy.sandbox and write and policy.write
               else None)
@@ -105,7 +106,7 @@ def run(argv, policy, write=False, deadline=None):
     reader = threading.Thread(target=read_output, daemon=True)
     reader.start()
     try:
-        status = f"exit code {process.wait(max(timeout, 0))}"
+        status = f"exit code {process.wait(timeout)}"
     except subprocess.TimeoutExpired:
         status = f"error: timed out after {timeout:.1f} s" + (" (the run's deadline)"
                                                               if timeout < TIMEOUT else "")

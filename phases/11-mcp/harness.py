@@ -104,7 +104,7 @@ def run(task, backend=None, approve=ignore, limits=None, started=None, history=N
     JSON schema (a dict) or a Pydantic model class, whose instance result.output then is; policy
     says what the run may touch (default: guards.policy()). on_call, on_text (given, the reply is
     streamed to it), on_note and record: see Result."""
-    limits, started = limits or Limits(), started or time.monotonic()
+    limits, started, since = limits or Limits(), started or time.monotonic(), shell.ticks()
     # a Pydantic model class gives its own schema
     model = output if isinstance(output, type) else None
     result = Result(backend, policy or guards.policy(), limits,
@@ -126,14 +126,17 @@ def run(task, backend=None, approve=ignore, limits=None, started=None, history=N
         result.status = "interrupted"
     except Exception as error:  # a fault of ours or a library's: still a status and a record
         result.status, result.error = "internal_error", f"{type(error).__name__}: {error}"
-    return finish(result, started)
+    return finish(result, started, since)
 
 
-def finish(result, started):
-    """End a run, however it ended: every command stopped, every call answered, the end recorded. A
-    record that fails says so in the error; the run keeps its own status."""
+def finish(result, started, since):
+    """End a run, however it ended: every command stopped, and without a sandbox what left its group
+    since the run began (since, shell.ticks()); every call answered; the end recorded. A record that
+    fails says so in the error; the run keeps its own status."""
     for process in list(shell.RUNNING):  # nothing a command started outlives the run
         shell.stop(process)
+    if not result.policy.sandbox:  # nor what left its group (setsid), even after a Ctrl-C
+        shell.reap(since)
     result.seconds = round(time.monotonic() - started, 3)
     if result.status != "answered":  # an answered run has every call answered
         answer_every_call(result)

@@ -270,13 +270,11 @@ def write_question(policy, path, content):
     return guards.question(summary, *diff)
 
 
-# name: the function that runs a call; how a call is decided (None: it only reads, and runs as
-# asked); the kind of call a person approves (one of guards.KINDS; --yes approves them in advance);
-# what the model reads
 def at_once(functions, deadline):
     """Run the functions side by side, each on a thread, and wait for them until the deadline (a
-    time.monotonic(), or None). Returns a box for each: {"value": returned}, {"error": raised}, or
-    {} when not finished in time."""
+    time.monotonic(), or None). Returns a box for each, the dict its thread fills: {"value":
+    returned, "seconds": taken}, {"error": raised, "seconds": taken}, or {} when not finished in
+    time (a thread left behind may fill it later)."""
     boxes = [{} for _ in functions]
 
     def fill(box, function):
@@ -303,6 +301,9 @@ def at_once(functions, deadline):
     return boxes
 
 
+# name: the function that runs a call; how a call is decided (None: it only reads, and runs as
+# asked); the kind of call a person approves (one of guards.KINDS; --yes approves them in advance);
+# what the model reads
 REGISTRY = {
     "read_file": {
         "function": read_file, "decide": None, "kind": None,
@@ -365,5 +366,5 @@ REGISTRY = {
     },
 }
 TOOLS = [{"type": "function", "function": {"name": name, "description": tool["description"],
-                                            "parameters": tool["parameters"]}} for name,
-         tool in REGISTRY.items()]
+                                            "parameters": tool["parameters"]}}
+         for name, tool in REGISTRY.items()]

@@ -109,7 +109,7 @@ def run(task, backend=None, approve=ignore, limits=None, started=None, history=N
     deadline counts from; history: an earlier result.messages to go on from; output: the shape the
     answer must have, a JSON schema or a Pydantic model class; mcp: commands that start MCP servers
     (trusted: the ones asked nothing); policy: default guards.policy(). The rest: see Result."""
-    limits, started, since = limits or Limits(), started or time.monotonic(), None
+    limits, started, since = limits or Limits(), started or time.monotonic(), shell.ticks()
     model = output if isinstance(output, type) else None  # a Pydantic model gives its own schema
     result = Result(backend, policy or guards.policy(), limits,
                     limits.deadline and started + limits.deadline, approve, on_call, on_text,
@@ -122,7 +122,6 @@ def run(task, backend=None, approve=ignore, limits=None, started=None, history=N
         result.backend = backend or choose()
         record("start", task=task, backend=result.backend["name"], model=result.backend["model"])
         if mcp:  # MCP servers, each in its own sandbox: their tools join ours
-            since = shell.ticks()  # without a sandbox, what they leave behind ends with the run
             start_all(mcp, result.policy, result.deadline, result.servers)
             for server in result.servers:
                 result.tools.update(served(server, server.name in trusted, result.deadline))
@@ -142,8 +141,9 @@ def run(task, backend=None, approve=ignore, limits=None, started=None, history=N
 
 
 def finish(result, started, since):
-    """End a run, however it ended: every command and server stopped, every call answered, the end
-    recorded. A record that fails says so in the error; the run keeps its own status."""
+    """End a run, however it ended: every command and server stopped, and without a sandbox what
+    left their groups since the run began (since: shell.ticks()); every call answered; the end
+    recorded."""
     for process in list(shell.RUNNING):  # nothing a command started outlives the run
         shell.stop(process)
     result.seconds = round(time.monotonic() - started, 3)
@@ -151,7 +151,7 @@ def finish(result, started, since):
         answer_every_call(result)
     try:
         stop_all(result.servers, result.record)
-        if result.servers and not result.policy.sandbox:  # and what they left behind
+        if not result.policy.sandbox:  # and what left a command's or a server's group
             shell.reap(since)
         result.record("end", status=result.status, answer=result.answer, error=result.error,
                       steps=result.steps, tool_calls=result.tool_calls, usage=result.usage,

@@ -43,7 +43,7 @@ def test_done_when_the_demo_model_chains_two_tools_and_names_the_model(workspace
     assert result.returncode == 0, f"it should exit 0.{shown(result)}"
     lines = result.stdout.splitlines()
     assert len(lines) > 2 and lines[0].startswith("[1] list_dir") and lines[1].startswith("[2] read_file"), (
-        f"print `[step] name arguments` for each call, then the answer (step 4).{shown(result)}")
+        f"print `[step] name arguments` for each call, then the answer (step 7).{shown(result)}")
     assert load("backend").BACKENDS["groq"]["model"] in "\n".join(lines[2:]), f"the answer names it.{shown(result)}"
 
 
@@ -133,7 +133,7 @@ def test_long_arguments_are_cut_on_screen_and_sent_back_whole(workspace, server)
     result = harness(workspace, "Read it", env=groq_env(server))
     line = next((line for line in result.stdout.splitlines() if line.startswith("[1] " + "read_file")), "")
     assert arguments[:200] in line and arguments not in line and str(len(arguments) - 200) in line, (
-        f"step 4: print the arguments cut to 200 characters, then how many more (312); it printed {line!r}")
+        f"step 7: print the arguments cut to 200 characters, then how many more (312); it printed {line!r}")
     sent = [c for m in server.requests[1]["body"]["messages"] for c in m.get("tool_calls") or []]
     assert sent[0]["function"]["arguments"] == arguments, "the arguments go back to the model whole"
 

@@ -141,6 +141,31 @@ def test_ctrl_c_leaves_no_command_running(workspace, server):
     assert still_running(command) == [], "the command outlived the run"
 
 
+@needs_signals
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="only Linux lets the harness adopt what left a "
+                    "command's group (a subreaper); on macOS and Windows the group, or the tree, is all there is")
+def test_ctrl_c_leaves_nothing_that_left_the_command_s_group(workspace, server):
+    """--sandbox off, Ctrl-C while an approved command runs that put a process in a session of its own
+    (setsid): exit 130, and that process is gone too: finish() reaps what left a group since the run began."""
+    left, command = own_seconds(63), f"sleep {own_seconds(64)}"
+    server.push(tool_calls(("run_shell", {"command": f"setsid sleep {left} > /dev/null 2>&1 & {command}"})),
+                "never asked")
+    process = subprocess.Popen([sys.executable, "harness.py", *OFF, "Leave it and wait"], cwd=workspace,
+                               env=clean_env(**groq_env(server)), stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(400):
+        if running_commands(command) and running_commands(f"sleep {left}"):
+            break
+        time.sleep(0.05)
+    else:
+        process.kill()
+        raise AssertionError("the command never started")
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=20)
+    assert process.returncode == 130 and "Traceback" not in stderr, stderr
+    assert still_running(f"sleep {left}") == [], "a process that left the command's group outlived the Ctrl-C"
+
+
 def test_what_left_the_command_s_group_ends_with_it(workspace, server):
     """--sandbox off, where no sandbox's own process numbers end them: processes the command left behind in a
     session of their own (setsid, a double fork) are gone when it returns (Linux: the harness is their
