@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import demo_model  # noqa: E402, F401 (tests import it from here)
 import pytest  # noqa: E402
-from warm import WARM, run_warm  # noqa: E402, F401 (a script's run in a warm process: tests/warm.py)
+from warm import WARM, Started, run_warm  # noqa: E402 (a script's run in a warm process: tests/warm.py)
 
 # Variables that would point a child process at a real provider: never inherited by tests.
 PROVIDER_VARS = ("GROQ_API_KEY", "OPENAI_API_KEY", "API_KEY", "BACKEND", "MODEL", "BASE_URL")
@@ -178,6 +178,15 @@ def run_python(cwd, *args, env=None, input="", timeout=60):
         return run_warm(cwd, *args, env=clean_env(**(env or {})), input=input, timeout=timeout)
     return subprocess.run([sys.executable, *args], cwd=cwd, env=clean_env(**(env or {})), input=input,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def start_python(cwd, *args, env=None, stdin=subprocess.DEVNULL, text=False):
+    """Start `python SCRIPT.py ARGS...` in cwd with no provider settings but those given, its output in pipes: a
+    process forked from the warm one (tests/warm.py's Started), or, where there is none, a new interpreter."""
+    if WARM:
+        return Started(cwd, *args, env=clean_env(**(env or {})), stdin=stdin, text=text)
+    return subprocess.Popen([sys.executable, *args], cwd=cwd, env=clean_env(**(env or {})), stdin=stdin,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=text)
 
 
 def groq_env(server, key="gsk_test"):

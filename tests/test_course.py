@@ -811,6 +811,21 @@ def test_ctrl_c_pressed_during_a_check_stops_it_even_when_your_code_makes_a_stat
     assert process.returncode == 2 and "approved_calls_run_after" not in seen, seen[-3000:]
 
 
+@needs_signals
+def test_a_run_started_warm_meets_signals_as_a_new_process_does(tmp_path):
+    """Phase 8's signal checks start the harness forked from a warm process (tests/warm.py), not a new Python: a
+    harness that never sets its handlers still dies of SIGTERM and SIGHUP there (not exit 143 or 129), and the
+    check fails it; SIGINT's KeyboardInterrupt, which run() turns into interrupted, still passes."""
+    broken = copy_code(checkpoints()[8], tmp_path / "broken")
+    source = (broken / "cli.py").read_text()
+    handlers_set = "    on_signals(interrupted)\n"
+    assert handlers_set in source
+    (broken / "cli.py").write_text(source.replace(handlers_set, ""))
+    result = check_command(None, 8, "--code", str(broken), "-k", "signal_while_a_command_runs")
+    assert result.returncode == 1 and "2 failed, 1 passed" in result.stdout, result.stdout[-3000:]
+    assert "exit 143 for this signal, not -15" in result.stdout, result.stdout[-3000:]
+
+
 @pytest.mark.parametrize("phase", range(len(checkpoints())))
 def test_a_second_implementation_written_from_the_lessons_passes(phase):
     """tests/learner/ holds code written from the lessons alone, in another style, by someone who had not read the

@@ -5,12 +5,15 @@ This module imports nothing but the standard library, because each child imports
 that imported helpers (pytest, demo_model, and a bubblewrap probe that runs a process) spent a quarter of a CPU
 second on it before the harness began, more than the harness's own run.
 """
+import atexit
 import multiprocessing
 import os
 import runpy
 import subprocess
 import sys
 import tempfile
+import threading
+from multiprocessing import reduction
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,15 +44,96 @@ def run_warm(cwd, *args, env, input="", timeout=60):
         return subprocess.CompletedProcess(args, code, paths[1].read_text(), paths[2].read_text())
 
 
+class Started:
+    """`python SCRIPT.py ARGS...` in cwd with exactly the environment env, forked from the warm process, its
+    standard input from /dev/null (or a pipe: stdin=subprocess.PIPE) and its output in pipes: the part of
+    subprocess.Popen(..., stdout=PIPE, stderr=PIPE) the checks use (pid, send_signal(), kill(), poll(),
+    wait(), communicate(), returncode), for the checks that send a run signals: a real process of its own, which
+    the signals reach as they reach a new one, without the seconds of a new Python's start on a busy machine."""
+
+    def __init__(self, cwd, *args, env, stdin=subprocess.DEVNULL, text=False):
+        self.args, self.returncode = args, None
+        self.scratch = tempfile.TemporaryDirectory()
+        self.exit_path = Path(self.scratch.name, "exit")
+        self.exit_path.write_text("")
+        inputs = os.pipe() if stdin == subprocess.PIPE else (os.open(os.devnull, os.O_RDONLY), None)
+        outputs, errors = os.pipe(), os.pipe()
+        ends = [Passed(inputs[0]), Passed(outputs[1]), Passed(errors[1]), str(self.exit_path)]
+        self.child = WARM.Process(target=warm_child, args=(str(cwd), args, env, ends))
+        self.child.start()  # the forkserver has its own copies of the child's ends now
+        for fd in (inputs[0], outputs[1], errors[1]):
+            os.close(fd)
+        self.stdin = open(inputs[1], "w" if text else "wb") if inputs[1] is not None else None
+        self.stdout, self.stderr = (open(fd, "r" if text else "rb") for fd in (outputs[0], errors[0]))
+        self.pid = self.child.pid
+
+    def send_signal(self, number):
+        if self.poll() is None:
+            os.kill(self.pid, number)
+
+    def kill(self):
+        self.child.kill()
+
+    def poll(self):
+        if self.returncode is None and self.child.exitcode is not None:
+            written = self.exit_path.read_text()  # empty: ended by a signal before it could write
+            self.returncode = int(written) if written else self.child.exitcode
+            self.scratch.cleanup()
+        return self.returncode
+
+    def wait(self, timeout=None):
+        self.child.join(timeout)
+        if self.poll() is None:
+            raise subprocess.TimeoutExpired(self.args, timeout)
+        return self.returncode
+
+    def communicate(self, timeout=None):
+        """(stdout, stderr) once the process has ended and closed them, as Popen's communicate()."""
+        if self.stdin:
+            self.stdin.close()
+        read = {}
+        readers = [threading.Thread(target=lambda name=name: read.update({name: getattr(self, name).read()}),
+                                    daemon=True) for name in ("stdout", "stderr")]
+        for reader in readers:
+            reader.start()
+        for reader in readers:
+            reader.join(timeout)
+            if reader.is_alive():
+                raise subprocess.TimeoutExpired(self.args, timeout)
+        self.wait(timeout)
+        self.stdout.close()
+        self.stderr.close()
+        return read["stdout"], read["stderr"]
+
+
+class Passed:
+    """A file descriptor of this process that the warm child gets as one of its own (the forkserver passes it)."""
+
+    def __init__(self, fd):
+        self.fd = fd
+
+    def __reduce__(self):
+        return received, (reduction.DupFd(self.fd),)
+
+
+def received(passed):
+    return passed.detach()
+
+
 def warm_child(cwd, args, env, paths):
-    """In the forked process: become `python ARGS...` run in cwd, then exit with its exit code."""
+    """In the forked process: become `python ARGS...` run in cwd, then exit with its exit code, after its threads
+    that are no daemons and its atexit functions, as Python does. paths: its standard input, output and error
+    (files, or the descriptors Started passed), then the file its exit code goes to."""
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
     sys.dont_write_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))  # as python reads it when it starts
     *paths, exit_path = paths
     for fd, path, mode in zip((0, 1, 2), paths, (os.O_RDONLY, os.O_WRONLY, os.O_WRONLY)):
-        os.dup2(os.open(path, mode), fd)
+        opened = path if isinstance(path, int) else os.open(path, mode)
+        os.dup2(opened, fd)
+        if opened > 2:
+            os.close(opened)
     sys.stdin, sys.stdout, sys.stderr = (open(0, closefd=False), open(1, "w", closefd=False, buffering=1),
                                          open(2, "w", closefd=False, buffering=1))
     sys.argv = list(args)
@@ -67,6 +151,8 @@ def warm_child(cwd, args, env, paths):
 
         traceback.print_exc()
         code = 1
+    threading._shutdown()  # as Python ends: the threads that are no daemons first, then the atexit functions
+    atexit._run_exitfuncs()
     sys.stdout.flush()
     sys.stderr.flush()
     Path(exit_path).write_text(str(code & 0xFF))  # as the operating system reports it: sys.exit(-1) is 255

@@ -6,13 +6,11 @@ of tests/cases.py marked phase 5."""
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
 from cases import CASES, start_cases
-from helpers import (clean_env, groq_env, needs_fifos, needs_signals, run_python, scripted_backend,
+from helpers import (groq_env, needs_fifos, needs_signals, run_python, scripted_backend, start_python,
                      tool_calls, trace_records)
 
 PHASE = 5
@@ -205,9 +203,7 @@ def test_a_trace_that_is_no_regular_file_ends_the_run_at_once(workspace, server)
 
 def start_slow_run(workspace, server, trace):
     server.push(tool_calls(("list_dir", {})), {"content": "late", "delay": 30})
-    process = subprocess.Popen([sys.executable, "harness.py", "--trace", str(trace), "Slow"], cwd=workspace,
-                               env=clean_env(**groq_env(server)), stdin=subprocess.DEVNULL,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = start_python(workspace, "harness.py", "--trace", str(trace), "Slow", env=groq_env(server), text=True)
     for _ in range(400):  # until the second request is on its way
         if len(server.requests) >= 2:
             return process

@@ -12,7 +12,7 @@ import pytest
 from cases import CASES, start_cases
 from helpers import (clean_env, groq_env, needs_dev_full, needs_signals, own_seconds,
                      posix_redirections, run_python, running_commands, scripted_backend,
-                     since_first_request, still_running, tool_calls, trace_records)
+                     since_first_request, start_python, still_running, tool_calls, trace_records)
 
 PHASE = 8
 FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
@@ -55,9 +55,7 @@ def test_stream_prints_the_text_once_and_counts_usage(workspace, server):
 
 def start(workspace, server, *args, stdin=subprocess.DEVNULL):
     """python harness.py --trace t.jsonl ARGS..., running against the scripted server, its output in pipes."""
-    return subprocess.Popen([sys.executable, "harness.py", "--trace", "t.jsonl", *args], cwd=workspace,
-                            env=clean_env(**groq_env(server)), stdin=stdin, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    return start_python(workspace, "harness.py", "--trace", "t.jsonl", *args, env=groq_env(server), stdin=stdin)
 
 
 def wait_for(condition, seconds=30):
