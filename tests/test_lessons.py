@@ -11,6 +11,7 @@ from lessons import UNSANDBOXED, commands, main, matches, run_lesson
 
 LESSONS = [p / "README.md" for p in checkpoints()]
 STARTED = {}  # lesson -> a future of its problems: the lessons run side by side, each in a tree of its own
+pytestmark = pytest.mark.xdist_group("test_lessons")  # one worker runs the module: its first test starts every lesson
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.parent.name for p in LESSONS])

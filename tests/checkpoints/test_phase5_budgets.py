@@ -17,6 +17,7 @@ PHASE = 5
 FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
 MINE = [name for name, case in CASES.items() if case["phase"] == PHASE]
 STARTED = {}  # folder -> {case: future}: every folder's cases, started with this module's first test
+pytestmark = pytest.mark.xdist_group("test_phase5_budgets")  # one worker: the first test starts every case
 
 
 @pytest.fixture(autouse=True, scope="module")

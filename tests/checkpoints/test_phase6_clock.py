@@ -18,6 +18,7 @@ PHASE = 6
 FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
 MINE = [name for name, case in CASES.items() if case["phase"] == PHASE]
 STARTED = {}  # folder -> {case: future}: every folder's cases, started with this module's first test
+pytestmark = pytest.mark.xdist_group("test_phase6_clock")  # one worker: the first test starts every case
 OFF = ("--yes", "--sandbox", "off")  # approved at once; off, so that the harness alone must end what it started
 
 

@@ -18,6 +18,7 @@ PHASE = 8
 FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
 MINE = [name for name, case in CASES.items() if case["phase"] == PHASE]
 STARTED = {}  # folder -> {case: future}: every folder's cases, started with this module's first test
+pytestmark = pytest.mark.xdist_group("test_phase8_streaming")  # one worker: the first test starts every case
 GRACE = 1  # the lesson's GRACE: seconds past the deadline the report may take
 
 
