@@ -13,6 +13,7 @@ from lessons import NOT_HERE, UNSANDBOXED, commands, main, matches, run_lesson
 LESSONS = [p / "README.md" for p in checkpoints()]
 runs_bash = pytest.mark.skipif(os.name == "nt", reason=NOT_HERE)
 STARTED = {}  # lesson -> a future of its problems: the lessons run side by side, each in a tree of its own
+pytestmark = pytest.mark.xdist_group("test_lessons")  # one worker runs the module: its first test starts every lesson
 
 
 @runs_bash
