@@ -4,7 +4,8 @@ answer or why the run stopped, a one-line summary, the exit code, and the JSONL 
 Run:  python cli.py "List the files here, then read backend.py and tell me which model it calls."
       (--backend, --model, --base-url override the environment for one run; --workspace DIR, --yes,
       --sandbox workspace-write|read-only|off; budgets: --max-steps, --max-tool-calls, --max-tokens,
-      --deadline SECONDS, --context-tokens N; --trace FILE appends one JSON object a line; --stream prints the text as it comes;
+      --deadline SECONDS, --context-tokens N; --trace FILE appends one JSON object a line; --stream prints
+      the text as it comes;
       --output-schema FILE, --tool-choice auto|none|required, --no-parallel-tool-calls;
       --mcp [NAME=]COMMAND, --mcp-trust NAME; python harness.py is the same)
 Exit codes: 0 answered, 1 provider, output, MCP or internal error, 2 usage, 3 a budget or a repeated call, 4 a reply
@@ -217,7 +218,8 @@ def arguments(argv=None):
     parser.add_argument("--max-tool-calls", type=above_zero(int), default=harness.MAX_TOOL_CALLS, help="calls")
     parser.add_argument("--max-tokens", type=above_zero(int), help="tokens, sent and received (default: no limit)")
     parser.add_argument("--context-tokens", type=int, default=harness.CONTEXT_TOKENS,
-                        help=f"compact the conversation past this many tokens (default {harness.CONTEXT_TOKENS}; 0: never)")
+                        help=f"compact the conversation past this many tokens "
+                             f"(default {harness.CONTEXT_TOKENS}; 0: never)")
     parser.add_argument("--deadline", type=above_zero(float), help="seconds for the whole run (default: none)")
     parser.add_argument("--trace", help="append a JSON line for every reply, call and the end to this file")
     parser.add_argument("--stream", action="store_true", help="print the model's text as it comes")
