@@ -614,9 +614,9 @@ def run_case(name, code_dir=ROOT, trace=None, show=False):
     show: print the command and what the harness printed. A case with a --deadline whose run sent no request
     before it (a busy machine started the harness too slowly) showed nothing of what it checks: it runs again
     with BUSY_DEADLINE, and three times that and the grace to take."""
-    case = CASES[name]
-    found, requests = attempt(case, case.get("args", []), Expect(**case["expect"]), code_dir, trace, show)
-    if "--deadline" in case.get("args", []) and not requests and case["expect"].get("requests"):
+    case, expect = CASES[name], Expect(**CASES[name]["expect"])
+    found, requests = attempt(case, case.get("args", []), expect, code_dir, trace, show)
+    if "--deadline" in case.get("args", []) and not requests and expect.requests:
         args = list(case["args"])
         if trace:  # each trace holds the last run only
             Path(trace).unlink(missing_ok=True)

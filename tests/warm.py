@@ -68,7 +68,7 @@ class Started:
         self.pid = self.child.pid
 
     def send_signal(self, number):
-        if self.poll() is None:
+        if self.poll() is None and os.name != "nt":  # the tests that send one skip on Windows
             os.kill(self.pid, number)
 
     def kill(self):

@@ -117,6 +117,8 @@ def started(pid):
 
 def ticks():
     """Now, in the clock ticks started() counts in (Linux), or None elsewhere."""
+    if not os.path.isdir("/proc"):
+        return None
     try:
         return int(float(Path("/proc/uptime").read_text().split()[0]) * os.sysconf("SC_CLK_TCK"))
     except (OSError, ValueError):
