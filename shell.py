@@ -48,6 +48,7 @@ NETWORK = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/ssl",
            "/etc/ca-certificates")
 # Linux's PR_SET_CHILD_SUBREAPER: what a command leaves behind becomes the harness's to end
 SUBREAPER = 36
+ADOPTED = False  # set by adopt(): before it, nothing comes back to the harness to be reaped
 # macOS: Seatbelt's profile. Everything is denied but what is allowed here: running programs,
 # signals and facts within the sandbox, the machine's facts that programs read (not other
 # processes': their environment holds keys), user names, Python's semaphores, every file's name and
@@ -136,31 +137,31 @@ def environment(path):
             **({"NoDefaultCurrentDirectoryInExePath": "1"} if os.name == "nt" else {})}
 
 
-def sandboxed(argv, policy, write, network=False):
+def sandboxed(argv, policy, write, network=False, readable=()):
     """argv inside the policy's sandbox: bubblewrap() on Linux, Seatbelt on macOS (sandbox-exec,
     with the profile seatbelt() builds, and a scratch folder of its own as HOME and TMPDIR, gone
-    when the harness exits)."""
+    when the harness exits). readable: more places it may read (an MCP server's own program)."""
     if Path(policy.sandbox).name != "sandbox-exec":
-        return bubblewrap(argv, policy, write, network)
+        return bubblewrap(argv, policy, write, network, readable)
     scratch = os.path.realpath(tempfile.mkdtemp(prefix="sandbox-"))
     atexit.register(shutil.rmtree, scratch, ignore_errors=True)
-    return [policy.sandbox, "-p", seatbelt(policy, write, network, scratch), "/usr/bin/env",
-            f"HOME={scratch}", f"TMPDIR={scratch}", *argv]
+    return [policy.sandbox, "-p", seatbelt(policy, write, network, scratch, readable),
+            "/usr/bin/env", f"HOME={scratch}", f"TMPDIR={scratch}", *argv]
 
 
-def bubblewrap(argv, policy, write, network=False):
+def bubblewrap(argv, policy, write, network=False, readable=()):
     """argv inside bubblewrap, which it finds where the policy says. New namespaces for everything,
     the network too unless asked for (so its own process numbers: when the command ends, the kernel
-    ends every process it started, wherever it went); no capabilities; the system read-only; an
-    empty /tmp; the workspace, writable only when `write`, and in it guards.sealed(): the harness's
-    own places and every .git read-only, each pinned where it is (every folder on the way is a mount
-    point, which cannot be moved or replaced), and every file that holds a secret replaced by an
-    empty one."""
+    ends every process it started, wherever it went); no capabilities; the system and `readable`
+    read-only; an empty /tmp; the workspace, writable only when `write`, and in it guards.sealed():
+    the harness's own places and every .git read-only, each pinned where it is (every folder on the
+    way is a mount point, which cannot be moved or replaced), and every file that holds a secret
+    replaced by an empty one."""
     workspace, mode = str(policy.workspace), "--bind" if write else "--ro-bind"
     args = [policy.sandbox, "--unshare-all", *(["--share-net"] if network else []),
             "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--proc", "/proc", "--dev",
             "/dev", "--tmpfs", "/tmp", "--setenv", "HOME", "/tmp"]
-    for folder in SYSTEM + (NETWORK if network else ()):
+    for folder in (*SYSTEM, *(NETWORK if network else ()), *map(str, readable)):
         args += ["--ro-bind-try", folder, folder]
     args += [mode, workspace, workspace]
     read_only, hidden = guards.sealed(policy)
@@ -175,14 +176,14 @@ def bubblewrap(argv, policy, write, network=False):
     return [*args, "--chdir", workspace, "--", *argv]
 
 
-def seatbelt(policy, write, network, scratch):
+def seatbelt(policy, write, network, scratch, readable=()):
     """The Seatbelt profile of a command (PROFILE, filled in from the policy). It reads what is not
-    in anyone's home (HOMES, yours, the harness's folder), or is in the workspace, Python's folders
-    or its scratch folder, but no file that holds a secret; it writes only its scratch folder, and
-    the workspace when `write`, but no .git (now or later), none of the harness's places in it, no
-    folder on their way, no file that holds a secret. Places kept out are matched in any case
-    (anycase()), as macOS's disk matches names; paths are their real ones (/tmp is /private/tmp to
-    Seatbelt)."""
+    in anyone's home (HOMES, yours, the harness's folder), or is in the workspace, Python's folders,
+    its scratch folder or `readable`, but no file that holds a secret; it writes only its scratch
+    folder, and the workspace when `write`, but no .git (now or later), none of the harness's places
+    in it, no folder on their way, no file that holds a secret. Places kept out are matched in any
+    case (anycase()), as macOS's disk matches names; paths are their real ones (/tmp is /private/tmp
+    to Seatbelt)."""
     read_only, hidden = guards.sealed(policy)
     # .git: a rule for all of them, below
     own = [place for place in read_only if place.name.lower() != ".git"]
@@ -194,7 +195,7 @@ def seatbelt(policy, write, network, scratch):
                      (*HOMES, Path.home().resolve(), guards.HOME))
     inside = " ".join(f"(subpath {quoted(place)})" for place in
                       (policy.workspace, Path(sys.prefix).resolve(),
-                       Path(sys.base_prefix).resolve(), scratch))
+                       Path(sys.base_prefix).resolve(), scratch, *readable))
     kept = " ".join([r'(require-not (regex #"/\.[Gg][Ii][Tt](/|$)"))', out,
                      *(f'(require-not (regex #"{anycase(place)}"))' for place in own),
                      *(f'(require-not (regex #"{anycase(folder, "$")}"))' for folder in pinned)])
@@ -299,8 +300,10 @@ def adopt():
     """Linux: make the harness the subreaper of what it starts, so that a process that leaves its
     command's group comes back to the harness to be ended (reap()), not to init. Elsewhere nothing:
     the group is all there is."""
+    global ADOPTED
     if sys.platform.startswith("linux") and os.path.isdir("/proc"):
         ctypes.CDLL(None).prctl(SUBREAPER, 1, 0, 0, 0)
+        ADOPTED = True
 
 
 def shell_argv(command):

@@ -38,8 +38,8 @@ COURSE_FILES = {"demo_model.py", "ticket_server.py"}
 # What the checks load or start: a change to one of these can make a learner's own check pass. The
 # report never runs a learner's copy of them; it flags those that match no version of the course's.
 CHECK_FILES = ("tests/checkpoints/", "tests/conftest.py", "tests/helpers.py", "tests/cases.py",
-               "tests/mcp_servers.py", "demo_model.py", "ticket_server.py", "pytest.ini",
-               "conftest.py")
+               "tests/warm.py", "tests/mcp_servers.py", "demo_model.py", "ticket_server.py",
+               "pytest.ini", "conftest.py")
 # All a check gets of your environment: no key, no token, nothing a learner's code could send back;
 # only what programs need for their language and terminal, and Windows to start one at all.
 KEPT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "SYSTEMROOT", "WINDIR", "COMSPEC",

@@ -10,6 +10,7 @@ tests/test_course.py holds every definition a phase changes to be named in its l
 copy fails there (unless that phase's lesson names what the fix changed).
 """
 import importlib
+import re
 import signal
 import socket
 import sys
@@ -68,6 +69,20 @@ def pytest_collection_modifyitems(config, items):
                                 "(the lesson says why an exercise has none)")
     config.hook.pytest_deselected(items=[item for item in items if item not in chosen])
     items[:] = chosen
+
+
+def pytest_ignore_collect(collection_path, config):
+    """With --phase, a test module of another phase is not even imported (its PHASE line says whose it is), nor
+    the course's own tests, nor test_exercises.py without --exercise: a check collects only what it may run."""
+    phases = config.getoption("--phase")
+    if phases is None or not collection_path.name.startswith("test_") or collection_path.suffix != ".py":
+        return None
+    if "checkpoints" not in collection_path.parts:
+        return True
+    declared = re.search(r"^PHASE = (\d+)$", collection_path.read_text(encoding="utf-8"), re.M)
+    if declared:
+        return int(declared.group(1)) not in phases or None
+    return not config.getoption("--exercise") or None
 
 
 def pytest_generate_tests(metafunc):

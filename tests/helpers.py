@@ -2,9 +2,7 @@
 import hashlib
 import itertools
 import json
-import multiprocessing
 import os
-import runpy
 import shutil
 import signal
 import subprocess
@@ -17,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import demo_model  # noqa: E402, F401 (tests import it from here)
 import pytest  # noqa: E402
+from warm import WARM, Started, run_warm  # noqa: E402 (a script's run in a warm process: tests/warm.py)
 
 # Variables that would point a child process at a real provider: never inherited by tests.
 PROVIDER_VARS = ("GROQ_API_KEY", "OPENAI_API_KEY", "API_KEY", "BACKEND", "MODEL", "BASE_URL")
@@ -221,9 +220,18 @@ def run_python(cwd, *args, env=None, input="", timeout=60):
     script (python SCRIPT.py ...) runs in a process forked from a warm one (see run_warm); anything else, such as
     `python -X importtime ...`, in a new interpreter."""
     if WARM and args and args[0].endswith(".py"):
-        return run_warm(cwd, *args, env=env, input=input, timeout=timeout)
+        return run_warm(cwd, *args, env=clean_env(**(env or {})), input=input, timeout=timeout)
     return subprocess.run([sys.executable, *args], cwd=cwd, env=clean_env(**(env or {})), input=input,
                           capture_output=True, encoding="utf-8", timeout=timeout)
+
+
+def start_python(cwd, *args, env=None, stdin=subprocess.DEVNULL, text=False):
+    """Start `python SCRIPT.py ARGS...` in cwd with no provider settings but those given, its output in pipes: a
+    process forked from the warm one (tests/warm.py's Started), or, where there is none, a new interpreter."""
+    if WARM:
+        return Started(cwd, *args, env=clean_env(**(env or {})), stdin=stdin, text=text)
+    return subprocess.Popen([sys.executable, *args], cwd=cwd, env=clean_env(**(env or {})), stdin=stdin,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=text)
 
 
 def groq_env(server, key="gsk_test"):
@@ -298,62 +306,3 @@ def still_running(command, patience=10):
         time.sleep(0.1)
     return left
 
-
-# A process that imported openai once, and forks a child for each run: the same run as `python SCRIPT ...`, less
-# the half second of importing openai again. The scripted cases use it: they run the harness 150 times.
-WARM = multiprocessing.get_context("forkserver") if "forkserver" in multiprocessing.get_all_start_methods() else None
-if WARM:
-    WARM.set_forkserver_preload(["openai", "openai.types.chat"])
-
-
-def run_warm(cwd, *args, env=None, input="", timeout=60):
-    """`python SCRIPT.py ARGS...` in cwd, in a process forked from the warm one: a real process of its own, with its
-    own environment, files and exit code, only without Python's start and openai's import."""
-    with tempfile.TemporaryDirectory() as scratch:
-        paths = [Path(scratch, name) for name in ("stdin", "stdout", "stderr", "exit")]
-        for path, text in zip(paths, (input, "", "", "")):
-            path.write_text(text)
-        settings = (str(cwd), args, clean_env(**(env or {})), [str(p) for p in paths])
-        child = WARM.Process(target=warm_child, args=settings)
-        child.start()
-        child.join(timeout)
-        if child.exitcode is None:
-            child.kill()
-            child.join()
-            raise subprocess.TimeoutExpired(args, timeout)
-        # the exit code comes in a file, as the output does: the forkserver reports a child whose status it
-        # could not pass on as 255, which made a passing run look failed now and then
-        code = int(paths[3].read_text() or child.exitcode)  # empty: killed by a signal before it could write
-        return subprocess.CompletedProcess(args, code, paths[1].read_text(), paths[2].read_text())
-
-
-def warm_child(cwd, args, env, paths):
-    """In the forked process: become `python ARGS...` run in cwd, then exit with its exit code."""
-    os.chdir(cwd)
-    os.environ.clear()
-    os.environ.update(env)
-    sys.dont_write_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))  # as python reads it when it starts
-    *paths, exit_path = paths
-    for fd, path, mode in zip((0, 1, 2), paths, (os.O_RDONLY, os.O_WRONLY, os.O_WRONLY)):
-        os.dup2(os.open(path, mode), fd)
-    sys.stdin, sys.stdout, sys.stderr = (open(0, closefd=False), open(1, "w", closefd=False, buffering=1),
-                                         open(2, "w", closefd=False, buffering=1))
-    sys.argv = list(args)
-    script_folder = os.path.dirname(os.path.abspath(args[0]))  # as python puts it first on sys.path
-    sys.path = [script_folder] + [path for path in sys.path if path not in (str(ROOT), str(ROOT / "tests"))]
-    code = 0
-    try:
-        runpy.run_path(args[0], run_name="__main__")
-    except SystemExit as error:
-        code = error.code if isinstance(error.code, int) else 0 if error.code is None else 1
-        if not isinstance(error.code, (int, type(None))):
-            print(error.code, file=sys.stderr)
-    except BaseException:
-        import traceback
-
-        traceback.print_exc()
-        code = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
-    Path(exit_path).write_text(str(code & 0xFF))  # as the operating system reports it: sys.exit(-1) is 255
-    os._exit(code)

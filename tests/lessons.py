@@ -23,6 +23,7 @@ from helpers import ROOT, checkpoints, clean_env
 
 NO_SANDBOX = "note: no sandbox ("  # the one line the harness prints where bubblewrap cannot run
 UNSANDBOXED = "[differs here, where there is no sandbox] "  # a difference the lesson's own machine would not show
+OTHER_PHASE = "[differs here: your code is {code}'s, this lesson's is {lesson}'s] "  # a later phase prints more
 HOME = "/home/you/harness"  # where the lessons say the course lives; the real place is put in its stead
 # Windows: the lessons' commands are bash's (VAR=value, &, kill), their output as Linux and macOS print it
 NOT_HERE = ("the lessons' commands are bash's, and show what Linux prints: on Windows run this in WSL 2"
@@ -83,6 +84,25 @@ def git_env():
                      PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", TERM="dumb")
 
 
+def checkpoint_of(code):
+    """The checkpoint whose every code file the folder `code` holds as it is (the latest such), or None: your own
+    code."""
+    for checkpoint in reversed(checkpoints()):
+        if all((Path(code) / p.name).is_file() and (Path(code) / p.name).read_bytes() == p.read_bytes()
+               for p in checkpoint.glob("*.py")):
+            return checkpoint
+    return None
+
+
+def cause(code, lesson, unsandboxed):
+    """What starts each difference the runner reports: that the code is another phase's checkpoint (phase 13's
+    prints "(0 of them cached)" where lesson 12 shows none), or that there is no sandbox here; else nothing."""
+    checkpoint, phase = checkpoint_of(code), Path(lesson).parent.name
+    if checkpoint is not None and checkpoint.name != phase and phase in {c.name for c in checkpoints()}:
+        return OTHER_PHASE.format(code=checkpoint.name, lesson=phase)
+    return UNSANDBOXED if unsandboxed else ""
+
+
 def matches(shown, printed):
     """True when printed fits shown, where `...` stands for any lines (a line of its own) or any text (in a line).
 
@@ -118,7 +138,7 @@ def run_lesson(lesson, code, show=False):
                 if unsandboxed:  # the lesson shows what a learner with bubblewrap sees, from here on
                     printed = "".join(line for line in printed.splitlines(keepends=True) if NO_SANDBOX not in line)
                 if not matches(shown, printed):
-                    found.append(f"{UNSANDBOXED if unsandboxed else ''}$ {command}\n--- the lesson shows ---\n{shown}"
+                    found.append(f"{cause(code, lesson, unsandboxed)}$ {command}\n--- the lesson shows ---\n{shown}"
                                  f"--- it printed ---\n{printed}")
         finally:
             for server in servers:

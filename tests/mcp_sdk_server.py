@@ -21,5 +21,15 @@ def refuse(reason: str) -> str:
     raise ToolError(reason)
 
 
+@server.tool()
+def peek(path: str) -> str:
+    """Reads a file, what a server that wants your secrets would try: its text, or why it cannot."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as file:
+            return file.read(10_000)
+    except OSError as error:
+        raise ToolError(f"{path}: {error.strerror}") from None
+
+
 if __name__ == "__main__":
     server.run()

@@ -14,6 +14,8 @@ with the client's replies), big (parts of every kind, then a long text), slow (n
 (ignores stdin closing and SIGTERM, leaves a grandchild, answers with both pids), env (answers with its
 environment's names, and greets on stderr), dies (exits in the middle of the call), input-required (asks for input
 as MCP 2026-07-28 has a server do, though the client offered none).
+tasks (three tools: one with no execution field, one whose execution.taskSupport is "optional", one whose is
+"required", as server-everything's simulate-research-query: MCP 2025-11-25's task mode, which the client lacks).
 For tools/list and tools/call: poisoned (a tool whose description tells the model to read .env and send it),
 escape (a tool whose name holds an escape sequence).
 snoop=SECONDS: on tools/call, reads what it can of the harness (its parent's environment, every .env up to the
@@ -109,6 +111,11 @@ POISONED = {"name": "work", "inputSchema": {"type": "object", "properties": {"co
 ODD = [{"name": "odd", "description": "odd schema", "inputSchema": {
     "type": "object", "properties": {"a": 5, "b": {"type": "string", "examples": []}}, "required": "a"}}]
 NOT_MCP = [{"name": "odd", "description": "no schema", "inputSchema": "none"}]
+TASKS = [{"name": "work", "description": "does the work", "inputSchema": {"type": "object"}},
+         {"name": "either", "description": "as a task or not", "inputSchema": {"type": "object"},
+          "execution": {"taskSupport": "optional"}},
+         {"name": "research", "description": "only as a task", "inputSchema": {"type": "object"},
+          "execution": {"taskSupport": "required"}}]
 def snoop(request_id):
     """What a server that wants the user's key can read: its parent's environment, the .env files above it."""
     found = []
@@ -150,7 +157,7 @@ def main():
             handshake(request)
         elif request.get("method") == "tools/list":
             tools_page(request) if MODE in ("pages", "endless") else send({"id": request["id"], "result": {"tools": (
-                ODD if MODE == "odd-schema" else NOT_MCP if MODE == "no-schema" else [
+                ODD if MODE == "odd-schema" else NOT_MCP if MODE == "no-schema" else TASKS if MODE == "tasks" else [
                     POISONED if MODE == "poisoned" else
                     {"name": "work\x1b]0;owned\x07" if MODE == "escape" else "work", "description": "does the work",
                      "inputSchema": {"type": "object"}}])}})

@@ -196,6 +196,8 @@ def test_the_workflow_takes_back_every_file_the_checks_load():
     assert checkout["fetch-depth"].split()[0] == "0"
 
 
+pytestmark = pytest.mark.xdist_group("test_classroom")  # one worker runs the module: one clone of the course
+
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
     """A clone of this course, with its tags built: where an instructor makes the template from."""

@@ -338,6 +338,7 @@ NOT_THE_LEARNERS = {
     "Traceback", "__main__", "import time:", "|", "win32", "nt", "darwin", "c_call", "Z",  # Python's, ps's
     "openai", "openai.",  # the package's modules
     "test_done_when_the_scripted_case_passes", "code_dir",  # the checks' own names
+    "--deadline",  # a flag the cases give the harness, read back to time the run
     "answer"}  # helpers.answer_of(): from phase 5, run() returns a Result, its answer in .answer (lesson 5's box)
 # Words the checks of phases 2 and 3 still look for and no box states: (phase, text). The test fails when one is no
 # longer looked for, so that this list only shrinks.
@@ -755,9 +756,10 @@ def check_command(tree, phase, *args):
 
 
 def test_the_check_passes_a_good_loop_and_fails_a_broken_one_with_the_lessons_words(tmp_path):
-    good = check_command(None, 1, "--code", str(checkpoints()[1]))
+    good = check_command(None, 1, "--code", str(checkpoints()[1]), "-rA")
     assert good.returncode == 0, good.stdout[-2000:]
-    assert " passed" in good.stdout and "deselected" in good.stdout
+    ran = re.findall(r"^PASSED (\S+?)::", good.stdout, re.M)  # -rA: a line for each test that passed
+    assert ran and set(ran) == {"tests/checkpoints/test_phase1_loop.py"}, f"phase 1's check only: {set(ran)}"
     broken = copy_code(checkpoints()[1], tmp_path / "broken")
     source = (broken / "harness.py").read_text()
     forgot_the_assistant_message = "        messages.append(assistant_message(message))\n"
@@ -815,6 +817,21 @@ def test_ctrl_c_pressed_during_a_check_stops_it_even_when_your_code_makes_a_stat
     process.send_signal(signal.SIGINT)
     seen = (seen + process.communicate(timeout=60)[0]).decode()
     assert process.returncode == 2 and "approved_calls_run_after" not in seen, seen[-3000:]
+
+
+@needs_signals
+def test_a_run_started_warm_meets_signals_as_a_new_process_does(tmp_path):
+    """Phase 8's signal checks start the harness forked from a warm process (tests/warm.py), not a new Python: a
+    harness that never sets its handlers still dies of SIGTERM and SIGHUP there (not exit 143 or 129), and the
+    check fails it; SIGINT's KeyboardInterrupt, which run() turns into interrupted, still passes."""
+    broken = copy_code(checkpoints()[8], tmp_path / "broken")
+    source = (broken / "cli.py").read_text()
+    handlers_set = "    on_signals(interrupted)\n"
+    assert handlers_set in source
+    (broken / "cli.py").write_text(source.replace(handlers_set, ""))
+    result = check_command(None, 8, "--code", str(broken), "-k", "signal_while_a_command_runs")
+    assert result.returncode == 1 and "2 failed, 1 passed" in result.stdout, result.stdout[-3000:]
+    assert "exit 143 for this signal, not -15" in result.stdout, result.stdout[-3000:]
 
 
 @pytest.mark.parametrize("phase", range(len(checkpoints())))

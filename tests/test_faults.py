@@ -526,5 +526,5 @@ def test_a_server_schema_that_is_no_schema_is_an_error_not_a_traceback(workspace
         results = [m["content"] for m in server.requests[-1]["body"]["messages"] if m["role"] == "tool"]
         assert done.returncode == 0 and results[0].startswith("error:") and "inputSchema" in results[0], results
     else:
-        assert done.returncode == 1 and "inputSchema is no JSON object" in done.stderr, done.stderr
+        assert done.returncode == 1 and "inputSchema or execution is no JSON object" in done.stderr, done.stderr
         assert "stopped: mcp error" in done.stdout and not server.requests, done.stdout

@@ -13,6 +13,7 @@ from lessons import NOT_HERE, UNSANDBOXED, commands, main, matches, run_lesson
 LESSONS = [p / "README.md" for p in checkpoints()]
 runs_bash = pytest.mark.skipif(os.name == "nt", reason=NOT_HERE)
 STARTED = {}  # lesson -> a future of its problems: the lessons run side by side, each in a tree of its own
+pytestmark = pytest.mark.xdist_group("test_lessons")  # one worker runs the module: its first test starts every lesson
 
 
 @runs_bash
@@ -80,3 +81,15 @@ def test_the_runner_says_how_to_use_it(args, code):
     done = subprocess.run([sys.executable, "tests/lessons.py", *args], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == code and "usage: lessons.py" in done.stdout + done.stderr, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
+
+
+def test_the_runner_names_another_phase_s_code_as_the_cause(tmp_path):
+    """Phase 13's code run on a lesson of phase 12 (made up: one command whose output differs): the difference says
+    the code is phase 13's, not that there is no sandbox here. Run on its own checkpoint: no such words."""
+    lesson = tmp_path / checkpoints()[12].name / "README.md"
+    lesson.parent.mkdir()
+    lesson.write_text("```console\n$ python -c \"print(1)\"\n2\n```\n")
+    problems = run_lesson(lesson, checkpoints()[13])
+    assert len(problems) == 1 and problems[0].startswith(
+        f"[differs here: your code is {checkpoints()[13].name}'s, this lesson's is {checkpoints()[12].name}'s]")
+    assert not run_lesson(lesson, checkpoints()[12])[0].startswith("[")

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from helpers import BUBBLEWRAP_MISSING, needs_bubblewrap, run_python
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -271,7 +272,7 @@ def test_running_the_client_alone_prints_the_servers_tools_and_mcp_2026_07_28():
 def test_works_with_a_server_built_on_the_official_sdk_in_mcp_2026_07_28(start):
     server = start([sys.executable, str(ROOT / "tests" / "mcp_sdk_server.py")], seconds=15)
     assert server.version == "2026-07-28"
-    assert [tool["name"] for tool in server.tools()] == ["add", "refuse"]
+    assert [tool["name"] for tool in server.tools()] == ["add", "refuse", "peek"]
     assert server.call("add", {"a": 2, "b": 3}) == ("5", False)
     text, is_error = server.call("refuse", {"reason": "not today"})
     assert ("not today" in text, is_error) == (True, True)  # the SDK words the rest
@@ -333,3 +334,136 @@ def test_elsewhere_words_are_split_as_the_shell_does_and_popen_finds_the_program
         "python", "my server.py", "--name=a b"]
     with pytest.raises(McpError, match="cannot be split: No closing quotation"):
         command_argv("python 'my server.py", "/usr/bin", False)
+
+
+# A server installed where people keep them: a venv under ~, a script in another folder. Its sandbox shows what
+# its command names (mcp_client.readable()), and still nothing of the harness's folder, its .env or ~/.ssh.
+KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ" * 3 + "\n"
+TOKEN = "ghp_" + "0123456789abcdefABCDEF" * 2
+
+
+@pytest.fixture
+def elsewhere(workspace, tmp_path, monkeypatch):
+    """A learner's machine, in tmp_path: a home of its own (HOME) holding ~/.ssh and a venv made by `python -m
+    venv` (which finds the MCP SDK through a .pth file); the harness's folder (workspace, the code under test) with
+    its .env; the servers in a folder of their own, a .env beside them; and the run's workspace, project."""
+    home, servers, project = tmp_path / "home", tmp_path / "servers", tmp_path / "project"
+    for folder in (home / ".ssh", servers, project):
+        folder.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    (home / ".ssh" / "id_ed25519").write_text(KEY)
+    (workspace / ".env").write_text(f"MY_SERVICE_TOKEN={TOKEN}\n")
+    (servers / ".env").write_text(f"SERVER_TOKEN={TOKEN}\n")
+    for name in ("ticket_server.py", "tests/mcp_sdk_server.py"):
+        shutil.copy(ROOT / name, servers)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(home / "venv")], check=True)
+    site = next((home / "venv" / "lib").glob("python3*/site-packages"))
+    (site / "harness_venv.pth").write_text(next(p for p in sys.path if p.endswith("site-packages")) + "\n")
+    return home, servers, project
+
+
+def started(load, command, project, sandbox="workspace-write"):
+    """The server of `--mcp COMMAND` as the harness starts it (mcp_client.start_all()), in project's sandbox."""
+    guards, mcp = load("guards"), load("mcp_client")
+    return mcp.start_all([command], guards.policy(project, sandbox=sandbox), time.monotonic() + 30)[0]
+
+
+@needs_bubblewrap
+@pytest.mark.skipif(not HAS_SDK, reason="the official MCP SDK is not installed: pip install -r tests/requirements.txt")
+@pytest.mark.phase(12)
+@pytest.mark.files("mcp_client.py", "shell.py", "guards.py")
+def test_a_server_in_a_venv_under_home_runs_in_its_sandbox_and_reads_no_secret(load, elsewhere):
+    """~/venv/bin/python /elsewhere/mcp_sdk_server.py, in bubblewrap: its calls work; the harness's .env, the .env
+    beside the server and ~/.ssh/id_ed25519 are not there for it to read."""
+    home, servers, project = elsewhere
+    server = started(load, f"~/venv/bin/python {servers / 'mcp_sdk_server.py'}", project)
+    try:
+        assert server.call("add", {"a": 2, "b": 3}) == ("5", False)
+        for secret in (load("guards").HOME / ".env", servers / ".env", home / ".ssh" / "id_ed25519"):
+            text, is_error = server.call("peek", {"path": str(secret)})
+            assert is_error and "No such file" in text and TOKEN not in text and "PRIVATE" not in text, text
+    finally:
+        server.close()
+
+
+@needs_bubblewrap
+@pytest.mark.phase(12)
+@pytest.mark.files("mcp_client.py", "shell.py", "guards.py")
+@pytest.mark.parametrize("python", ["python", "~/venv/bin/python"])
+def test_the_course_s_server_runs_from_another_folder_in_its_sandbox(load, elsewhere, python):
+    """python /elsewhere/ticket_server.py, with the harness's python or a venv's under ~: its calls work."""
+    _, servers, project = elsewhere
+    server = started(load, f"{python} {servers / 'ticket_server.py'}", project)
+    try:
+        assert json.loads(server.call("get_ticket", {"ticket_id": "DEMO-42"})[0])["id"] == "DEMO-42"
+    finally:
+        server.close()
+
+
+@pytest.mark.phase(12)
+@pytest.mark.files("mcp_client.py", "shell.py", "guards.py", "harness.py", "cli.py")
+@pytest.mark.parametrize("sandbox", ["workspace-write", "off"])
+def test_a_server_that_cannot_start_ends_the_run_with_its_stderr_and_the_fix(workspace, elsewhere, sandbox):
+    """A server whose script is not there: one `error:` line, then the last lines it wrote on stderr (Python's
+    "can't open file") and, in the sandbox, what it sees and the fix, --sandbox off the last resort."""
+    if sandbox != "off" and BUBBLEWRAP_MISSING:
+        pytest.skip(BUBBLEWRAP_MISSING)
+    _, servers, project = elsewhere
+    done = run_python(workspace, "harness.py", "--workspace", str(project), "--sandbox", sandbox, "--mcp",
+                      f"python {servers / 'missing.py'}", "Do it", env={"BACKEND": "demo"})
+    assert done.returncode == 1 and "stopped: mcp error" in done.stdout, done.stdout + done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Its stderr ends:\n  " in done.stderr, done.stderr
+    assert "can't open file" in done.stderr and "missing.py" in done.stderr, done.stderr
+    assert ("Last resort: --sandbox off" in done.stderr) == (sandbox != "off"), done.stderr
+
+
+def test_a_tool_that_needs_task_mode_is_not_offered(start):
+    """MCP 2025-11-25's execution.taskSupport "required" (server-everything's simulate-research-query): a client
+    that does not speak task mode gets -32601 for it, so tools() leaves it out; "optional" stays."""
+    assert [tool["name"] for tool in start(fake("tasks")).tools()] == ["work", "either"]
+
+
+@pytest.mark.phase(12)
+@pytest.mark.files("mcp_client.py", "shell.py", "guards.py")
+def test_what_a_server_s_sandbox_shows_is_what_its_command_names(load, elsewhere, tmp_path):
+    """mcp_client.readable(), on real files laid out as installers leave them (nothing runs): a tool pipx put in a
+    venv, linked from ~/.local/bin, and the Python its pyvenv.cfg names; Node from nvm, its npx a link into npm's
+    package; the files and folders an argument names. Never the home folder, ~/.ssh, the harness's folder, a file
+    that holds a secret, or a folder that holds one."""
+    home, servers, project = elsewhere
+    guards, mcp = load("guards"), load("mcp_client")
+    policy = guards.policy(project, sandbox="off")
+    python = home / ".local" / "share" / "uv" / "python" / "cpython-3.12"  # a Python as uv installs one
+    (python / "lib" / "python3.12").mkdir(parents=True)
+    (python / "lib" / "python3.12" / "os.py").write_text("")
+    tool = home / ".local" / "share" / "pipx" / "venvs" / "mcp-x"  # pipx's venv of a tool, and its link
+    (tool / "bin").mkdir(parents=True)
+    (tool / "pyvenv.cfg").write_text(f"home = {python / 'bin'}\nversion = 3.12.8\n")
+    (tool / "bin" / "mcp-x").write_text(f"#!{tool / 'bin' / 'python'}\nimport mcp_x\n")
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".local" / "bin" / "mcp-x").symlink_to(tool / "bin" / "mcp-x")
+    node = home / ".nvm" / "versions" / "node" / "v20"  # Node as nvm installs it
+    npx = node / "lib" / "node_modules" / "npm" / "bin" / "npx-cli.js"
+    npx.parent.mkdir(parents=True)
+    npx.write_text("#!/usr/bin/env node\n")
+    (node / "bin").mkdir()
+    (node / "bin" / "node").write_bytes(b"\x7fELF")
+    (node / "bin" / "npx").symlink_to("../lib/node_modules/npm/bin/npx-cli.js")
+    for program in (node / "bin" / "node", npx, tool / "bin" / "mcp-x"):
+        program.chmod(0o755)
+    env = {"PATH": f"{home / '.local' / 'bin'}:{node / 'bin'}:/usr/bin:/bin"}
+
+    def shown(command):
+        return [str(place) for place in mcp.readable(mcp.command_argv(command, env["PATH"]), env, policy)]
+
+    assert shown("mcp-x") == [str(home / ".local" / "bin" / "mcp-x"), str(tool), str(python)]
+    assert shown("npx -y @modelcontextprotocol/server-everything") == [str(node)]  # npx, npm and node are in it
+    assert shown(f"{sys.executable} {servers / 'ticket_server.py'}") == [str(servers / "ticket_server.py")]
+    (home / "config").mkdir()
+    (home / "config" / "tools.json").write_text("{}")
+    assert shown(f"{sys.executable} x.py --config={home / 'config'}") == [str(home / "config")]
+    (home / "config" / "notes.txt").write_text(f"token: {TOKEN}\n")
+    for named in (home / "config", home / "config" / "notes.txt", home, home / ".ssh", home / ".ssh" / "id_ed25519",
+                  servers / ".env", servers, tmp_path, guards.HOME / "harness.py", guards.HOME.parent):
+        assert shown(f"{sys.executable} x.py {named}") == [], named  # the harness's python: in shell.SYSTEM

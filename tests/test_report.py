@@ -31,6 +31,8 @@ def git(cwd, *args, when=None):
                           env=clean_env(**LEARNER, **dates)).stdout.strip()
 
 
+pytestmark = pytest.mark.xdist_group("test_report")  # one worker runs the module: one clone of the course
+
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
     """A clone of this course, with its tags built (python phases/tags.py)."""

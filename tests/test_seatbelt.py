@@ -145,6 +145,19 @@ def test_only_a_server_reaches_the_network_and_nothing_reads_another_process_s_e
     assert '(sysctl-name-prefix "kern.' not in sysctls and "procargs" not in sysctls, sysctls
 
 
+@pytest.mark.phase(12)
+def test_a_server_reads_the_places_its_command_names_and_writes_none_of_them(seatbelt, tmp_path):
+    """readable (mcp_client.readable(): a venv under a home, a script in another folder) joins what is read, even in
+    a home; never what is written; a file that holds a secret stays kept out."""
+    shell, policy = seatbelt
+    venv, script = Path("/Users/ann/venv"), tmp_path / "servers" / "server.py"
+    argv = shell.sandboxed(["/bin/ls"], policy, write=True, network=True, readable=[venv, script])
+    reads, writes = rule(profile_of(argv)[0], "file-read*"), rule(profile_of(argv)[0], "file-write*")
+    for place in (venv, script):
+        assert f'(subpath "{place}")' in reads and str(place) not in writes, place
+    assert matched(kept_out(reads), policy.workspace / ".env") and matched(kept_out(reads), "/Users/ann/.ssh/id_rsa")
+
+
 def test_anycase_spells_every_letter_both_ways_and_keeps_out_more_never_less(load):
     """anycase(): letters in both cases, a dot as a dot, and a character the profile would read otherwise (a
     quote, a backslash) as any character: a place kept out is matched more, never less."""

@@ -119,7 +119,8 @@ def finish(result, started, since):
     fails says so in the error; the run keeps its own status."""
     for process in list(shell.RUNNING):  # nothing a command started outlives the run
         shell.stop(process)
-    if not result.policy.sandbox:  # nor what left its group (setsid), even after a Ctrl-C
+    # nor what left its group (setsid), even after a Ctrl-C; only adopt() brings it back
+    if not result.policy.sandbox and shell.ADOPTED:
         shell.reap(since)
     result.seconds = round(time.monotonic() - started, 3)
     if result.status != "answered":  # an answered run has every call answered

@@ -97,18 +97,20 @@ class Server:
 
     def tools(self, deadline=None):
         """Every tool, page after page (MAX_PAGES at most): [{"name", "description",
-        "inputSchema"}], once (cache hints are not needed)."""
+        "inputSchema"}], once (cache hints are not needed); not one that needs task mode
+        (execution.taskSupport "required", MCP 2025-11-25), which this client does not speak."""
         found, params = [], {}
         for _ in range(MAX_PAGES):
             page = self.request("tools/list", params, deadline)
             try:  # {**schema} copies a JSON object, and raises TypeError for anything else
                 found += [{"name": tool["name"], "description": tool.get("description", ""),
                            "inputSchema": {**tool.get("inputSchema", {"type": "object"})}}
-                          for tool in page["tools"]]
+                          for tool in page["tools"]
+                          if {**(tool.get("execution") or {})}.get("taskSupport") != "required"]
             except (KeyError, TypeError):
                 raise McpError(f"the MCP server {self.name!r} sent a tools/list page that is not "
-                               "MCP's: a tool has no name, or its "
-                               "inputSchema is no JSON object") from None
+                               "MCP's: a tool has no name, or its inputSchema or execution is no "
+                               "JSON object") from None
             if not page.get("nextCursor"):  # the last page names no next one
                 return found
             params = {"cursor": page["nextCursor"]}
@@ -189,16 +191,17 @@ class Server:
 
 def command_argv(command, path, windows=os.name == "nt",
                  pathext=os.environ.get("PATHEXT", ".COM;.EXE;.BAT;.CMD")):
-    """A server's command as words. Windows splits at spaces outside "quotes" (its rule for
-    backslashes before a quote aside) and finds a program as Windows does (npx is npx.cmd, by
-    PATHEXT), but only in path's folders, never the current one. Example: "npx -y pkg" ->
-    [r"C:\\node\\npx.cmd", "-y", "pkg"]; McpError if none."""
+    """A server's command as words, a leading ~ read as your home folder. Windows splits at spaces
+    outside "quotes" (its rule for backslashes before a quote aside) and finds a program as Windows
+    does (npx is npx.cmd, by PATHEXT), but only in path's folders, never the current one.
+    Example: "npx -y pkg" -> [r"C:\\node\\npx.cmd", "-y", "pkg"]; McpError if none."""
     try:
         words = [w.replace('"', "")
                  for w in re.findall(r'(?:[^\s"]|"[^"]*"?)+', command)] if windows else \
             shlex.split(command)
     except ValueError as error:  # an unclosed quote
         raise McpError(f"the MCP server command {command!r} cannot be split: {error}") from None
+    words = [os.path.expanduser(word) for word in words]  # ~/venv/bin/python, as a shell reads it
     if not windows or not words or re.search(r"[\\/]", words[0]):
         # elsewhere Popen looks in the server's PATH
         return words

@@ -48,6 +48,7 @@ NETWORK = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/ssl",
            "/etc/ca-certificates")
 # Linux's PR_SET_CHILD_SUBREAPER: what a command leaves behind becomes the harness's to end
 SUBREAPER = 36
+ADOPTED = False  # set by adopt(): before it, nothing comes back to the harness to be reaped
 # macOS: Seatbelt's profile. Everything is denied but what is allowed here: running programs,
 # signals and facts within the sandbox, the machine's facts that programs read (not other
 # processes': their environment holds keys), user names, Python's semaphores, every file's name and
@@ -299,8 +300,10 @@ def adopt():
     """Linux: make the harness the subreaper of what it starts, so that a process that leaves its
     command's group comes back to the harness to be ended (reap()), not to init. Elsewhere nothing:
     the group is all there is."""
+    global ADOPTED
     if sys.platform.startswith("linux") and os.path.isdir("/proc"):
         ctypes.CDLL(None).prctl(SUBREAPER, 1, 0, 0, 0)
+        ADOPTED = True
 
 
 def shell_argv(command):

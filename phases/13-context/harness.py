@@ -151,7 +151,8 @@ def finish(result, started, since):
         answer_every_call(result)
     try:
         stop_all(result.servers, result.record)
-        if not result.policy.sandbox:  # and what left a command's or a server's group
+        # and what left a command's or a server's group (adopt() brings it back)
+        if not result.policy.sandbox and shell.ADOPTED:
             shell.reap(since)
         result.record("end", status=result.status, answer=result.answer, error=result.error,
                       steps=result.steps, tool_calls=result.tool_calls, usage=result.usage,

@@ -12,6 +12,7 @@ import os
 import queue
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,6 +42,7 @@ MAX_WAITING = 100  # lines read ahead; a server that floods us waits, rather tha
 # pages of tools/list: a server that names a next page for ever must not keep the task from starting
 MAX_PAGES = 20
 MAX_STDERR = 20_000  # bytes of what a server wrote on stderr kept for the record
+TAIL = 5  # lines of its stderr shown when a server cannot start
 
 
 class McpError(Exception):
@@ -103,18 +105,20 @@ class Server:
 
     def tools(self, deadline=None):
         """Every tool, page after page (MAX_PAGES at most): [{"name", "description",
-        "inputSchema"}], once (cache hints are not needed)."""
+        "inputSchema"}], once (cache hints are not needed); not one that needs task mode
+        (execution.taskSupport "required", MCP 2025-11-25), which this client does not speak."""
         found, params = [], {}
         for _ in range(MAX_PAGES):
             page = self.request("tools/list", params, deadline)
             try:  # {**schema} copies a JSON object, and raises TypeError for anything else
                 found += [{"name": tool["name"], "description": tool.get("description", ""),
                            "inputSchema": {**tool.get("inputSchema", {"type": "object"})}}
-                          for tool in page["tools"]]
+                          for tool in page["tools"]
+                          if {**(tool.get("execution") or {})}.get("taskSupport") != "required"]
             except (KeyError, TypeError):
                 raise McpError(f"the MCP server {self.name!r} sent a tools/list page that is not "
-                               "MCP's: a tool has no name, or its "
-                               "inputSchema is no JSON object") from None
+                               "MCP's: a tool has no name, or its inputSchema or execution is no "
+                               "JSON object") from None
             if not page.get("nextCursor"):  # the last page names no next one
                 return found
             params = {"cursor": page["nextCursor"]}
@@ -196,9 +200,9 @@ class Server:
 def start_all(commands, policy, deadline=None, servers=None):
     """Start an MCP server for each command, each joining servers (the run's list, so that each ends
     with the run, even one that failed to start): in the sandbox where there is one (the workspace
-    as an approved command sees it, the network it may need, nothing of the harness), its stderr
-    kept in a temporary file, named as --mcp NAME= says, else as it names itself (a second of one
-    name gets a number)."""
+    as an approved command sees it, the network it may need, its own program: readable()), its
+    stderr kept in a temporary file, named as --mcp NAME= says, else as it names itself (a second of
+    one name gets a number). One that cannot start raises McpError with the end of its stderr."""
     servers = [] if servers is None else servers
     if not policy.sandbox:  # what a server leaves behind comes back to the harness, which ends it
         shell.adopt()
@@ -207,19 +211,113 @@ def start_all(commands, policy, deadline=None, servers=None):
                                                                command) else ("", "", command)
         path = (os.pathsep.join([os.path.dirname(sys.executable),
                                  guards.search_path(policy.workspace)]))
-        argv = command_argv(command, path)  # our python first
-        boxed = (shell.sandboxed(argv, policy, policy.write, network=True) if policy.sandbox
-                 else argv)
-        server = Server(given or Path(argv[0]).stem, boxed, shell.environment(path),
-                        tempfile.TemporaryFile())
+        argv, env = command_argv(command, path), shell.environment(path)  # our python first
+        boxed = (shell.sandboxed(argv, policy, policy.write, True, readable(argv, env, policy))
+                 if policy.sandbox else argv)
+        server = Server(given or Path(argv[0]).stem, boxed, env, tempfile.TemporaryFile())
         servers.append(server)
-        server.start(deadline)
+        try:
+            server.start(deadline)
+        except McpError as error:
+            raise McpError(f"{error}{why_not(server, policy)}") from None
         # its own name
         name = given or str(server.info.get("name") or server.name).rsplit("/", 1)[-1]
         name = re.sub(r"[^\w-]", "_", name, flags=re.A)[:20]  # what the APIs take in a tool's name
         taken = any(other.name == name for other in servers[:-1])
         server.name = name + (str(len(servers)) if taken else "")
     return servers
+
+
+def readable(argv, env, policy):
+    """What a server's sandbox shows besides what a command's does, all read-only. The rule: what
+    its command names (its program, found as the shell finds it, links followed; the installation
+    that holds it, installed(); the files and folders its arguments name), where that is no home
+    folder nor above one, holds nothing of the harness and names no secret, and (what an argument
+    names) holds none. Example: ["/home/you/venv/bin/python", "/srv/mcp/server.py"] ->
+    [Path("/home/you/venv"), Path("/usr"), Path("/srv/mcp/server.py")] (and the files themselves)"""
+    program = (os.path.join(policy.workspace, argv[0]) if os.sep in argv[0] else
+               shutil.which(argv[0], path=env["PATH"]) or argv[0])
+    programs = [program, *filter(None, [interpreter(program, env["PATH"])])]
+    its_own = [Path(place) for each in programs
+               for file in dict.fromkeys([each, os.path.realpath(each)])
+               for place in (file, *installed(file))]
+    named = [Path(place) for given in argv[1:] for word in {given, given.partition("=")[2]} if word
+             for place in {os.path.abspath(os.path.join(policy.workspace, word)),
+                           os.path.realpath(os.path.join(policy.workspace, word))}
+             if os.path.exists(place)]
+    places = [*dict.fromkeys([*(place for place in its_own if allowed(place, policy)),
+                              *(place for place in named if allowed(place, policy)
+                                and not secret_inside(place, policy))])]
+    # each once: what the sandbox shows already is left out (a mount inside a mount can fail)
+    return [place for place in places if not any(map(place.is_relative_to, shell.SYSTEM))
+            and not any(place != other and place.is_relative_to(other) for other in places)]
+
+
+def allowed(place, policy):
+    """The rule's first part: an absolute place outside the workspace (whose own rules hold), no
+    home folder nor above one, naming no secret (guards.is_secret()), neither holding nor inside
+    one of the harness's own places (policy.own: its folder, with its .env)."""
+    home = Path.home().resolve()
+    return (place.is_absolute() and not place.is_relative_to(policy.workspace)
+            and not home.is_relative_to(place) and not guards.is_secret(place)
+            and not any(own.is_relative_to(place) or place.is_relative_to(own)
+                        for own in policy.own))
+
+
+def installed(program):
+    """The installation a program's file belongs to, by its layout: the folder above its bin when
+    that is a venv (pyvenv.cfg: and the Python its home names), a Python (lib/python3.N/os.py) or
+    Node (bin/node); else the outermost node_modules above it.
+    Example: "/home/you/venv/bin/python" -> [Path("/home/you/venv"), Path("/usr")]"""
+    file, top = Path(program), Path(program).parent.parent
+    config = top / "pyvenv.cfg"
+    if file.parent.name == "bin" and config.is_file():
+        home = re.search(r"^home\s*=\s*(.+?)\s*$", config.read_text(errors="replace"), re.M)
+        return [top, *(installed(Path(home[1], "python")) if home else [])]
+    if file.parent.name == "bin" and (any(top.glob("lib/python3*/os.py"))
+                                      or (top / "bin" / "node").is_file()):
+        return [top]
+    return [folder for folder in file.parents if folder.name == "node_modules"][-1:]
+
+
+def interpreter(program, path):
+    """The program a script names on its #! line (found on path when it is env's word), or None.
+    Example: a file starting "#!/usr/bin/env node" -> "/usr/bin/node" """
+    try:
+        with open(program, "rb") as file:
+            line = file.readline(300)
+    except OSError:  # not there, or a folder
+        return None
+    words = line[2:].decode(errors="replace").split() if line.startswith(b"#!") else []
+    if words and Path(words[0]).name == "env":
+        words = [word for word in words[1:] if not word.startswith("-")]  # env -S node
+        return shutil.which(words[0], path=path) if words else None
+    return words[0] if words else None
+
+
+def secret_inside(place, policy):
+    """True when a file an argument names, or a file in a folder it names, names or holds a secret,
+    or is too big to judge whole (over guards.MAX_READ bytes): what the workspace hides."""
+    files = ([Path(folder, name) for folder, _, names in os.walk(place) for name in names]
+             if place.is_dir() else [place])
+    return any(guards.is_secret(file) or guards.holds_secret(policy, str(file))
+               or (file.is_file() and file.stat().st_size > guards.MAX_READ) for file in files)
+
+
+def why_not(server, policy):
+    """What follows a start's failure: the last TAIL lines the server wrote on stderr (masked), and,
+    in the sandbox, what it sees and how to show it the rest."""
+    server.close()  # it writes no more
+    server.stderr.seek(max(0, server.stderr.seek(0, os.SEEK_END) - MAX_STDERR))  # its end
+    text = guards.mask(policy, server.stderr.read().decode(errors="replace"))
+    lines = [f"  {line}" for line in text.splitlines() if line.strip()][-TAIL:]
+    said = ". Its stderr ends:\n" + "\n".join(lines) if lines else ". It wrote nothing on stderr."
+    return said + (
+        "" if not policy.sandbox else
+        "\nIts sandbox shows the workspace, the system, and what its command names (its program, "
+        "that program's installation, the files its arguments name) unless that holds a secret or "
+        "the harness: name what it needs in the command by its full path, or move it into the "
+        "workspace. Last resort: --sandbox off (no sandbox for any command of the run).")
 
 
 def stop_all(servers, record):
@@ -233,16 +331,17 @@ def stop_all(servers, record):
 
 def command_argv(command, path, windows=os.name == "nt",
                  pathext=os.environ.get("PATHEXT", ".COM;.EXE;.BAT;.CMD")):
-    """A server's command as words. Windows splits at spaces outside "quotes" (its rule for
-    backslashes before a quote aside) and finds a program as Windows does (npx is npx.cmd, by
-    PATHEXT), but only in path's folders, never the current one. Example: "npx -y pkg" ->
-    [r"C:\\node\\npx.cmd", "-y", "pkg"]; McpError if none."""
+    """A server's command as words, a leading ~ read as your home folder. Windows splits at spaces
+    outside "quotes" (its rule for backslashes before a quote aside) and finds a program as Windows
+    does (npx is npx.cmd, by PATHEXT), but only in path's folders, never the current one.
+    Example: "npx -y pkg" -> [r"C:\\node\\npx.cmd", "-y", "pkg"]; McpError if none."""
     try:
         words = [w.replace('"', "")
                  for w in re.findall(r'(?:[^\s"]|"[^"]*"?)+', command)] if windows else \
             shlex.split(command)
     except ValueError as error:  # an unclosed quote
         raise McpError(f"the MCP server command {command!r} cannot be split: {error}") from None
+    words = [os.path.expanduser(word) for word in words]  # ~/venv/bin/python, as a shell reads it
     if not windows or not words or re.search(r"[\\/]", words[0]):
         # elsewhere Popen looks in the server's PATH
         return words

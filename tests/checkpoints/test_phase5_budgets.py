@@ -6,30 +6,27 @@ of tests/cases.py marked phase 5."""
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
 from cases import CASES, start_cases
-from helpers import (clean_env, groq_env, needs_fifos, needs_signals, run_python, scripted_backend,
+from helpers import (groq_env, needs_fifos, needs_signals, run_python, scripted_backend, start_python,
                      tool_calls, trace_records)
 
 PHASE = 5
 FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
 MINE = [name for name, case in CASES.items() if case["phase"] == PHASE]
-STARTED = {}  # folder -> {case: future}: every folder's cases start at the first one, and run side by side
+STARTED = {}  # folder -> {case: future}: every folder's cases, started with this module's first test
+pytestmark = pytest.mark.xdist_group("test_phase5_budgets")  # one worker: the first test starts every case
 
 
-@pytest.mark.parametrize("name", MINE)
-def test_done_when_the_scripted_case_passes(code_dir, name, request):
-    """The scripted case runs as tests/cases.py describes it (`python tests/cases.py -v NAME` shows it run)."""
-    if not STARTED:
-        folders = {item.callspec.params["code_dir"] for item in request.session.items
-                   if item.originalname == "test_done_when_the_scripted_case_passes" and item.module.PHASE == PHASE}
-        STARTED.update({folder: start_cases(MINE, folder) for folder in sorted(folders)})
-    found = STARTED[code_dir][name].result()
-    assert found == [], f"case {name}: " + "; ".join(found)
+@pytest.fixture(autouse=True, scope="module")
+def cases_started(request):
+    """The scripted cases of this phase, for every folder whose case tests were chosen, start with the module's
+    first test and run side by side with the tests that follow; the last tests wait for them."""
+    folders = {item.callspec.params["code_dir"] for item in request.session.items
+               if item.originalname == "test_done_when_the_scripted_case_passes" and item.module.PHASE == PHASE}
+    STARTED.update({folder: start_cases(MINE, folder) for folder in sorted(folders)})
 
 
 def test_run_returns_a_result_and_its_messages_continue(harness, server):
@@ -207,9 +204,7 @@ def test_a_trace_that_is_no_regular_file_ends_the_run_at_once(workspace, server)
 
 def start_slow_run(workspace, server, trace):
     server.push(tool_calls(("list_dir", {})), {"content": "late", "delay": 30})
-    process = subprocess.Popen([sys.executable, "harness.py", "--trace", str(trace), "Slow"], cwd=workspace,
-                               env=clean_env(**groq_env(server)), stdin=subprocess.DEVNULL,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = start_python(workspace, "harness.py", "--trace", str(trace), "Slow", env=groq_env(server), text=True)
     for _ in range(400):  # until the second request is on its way
         if len(server.requests) >= 2:
             return process
@@ -237,3 +232,10 @@ def test_ctrl_c_ends_the_run_as_interrupted_with_exit_130(workspace, server):
     stdout, stderr = process.communicate(timeout=20)
     assert process.returncode == 130 and "Traceback" not in stderr, stderr
     assert trace_records(trace)[-1].get("status") == "interrupted", trace_records(trace)[-1]
+
+
+@pytest.mark.parametrize("name", MINE)  # last: the cases ran beside the tests above
+def test_done_when_the_scripted_case_passes(code_dir, name):
+    """The scripted case runs as tests/cases.py describes it (`python tests/cases.py -v NAME` shows it run)."""
+    found = STARTED[code_dir][name].result()
+    assert found == [], f"case {name}: " + "; ".join(found)

@@ -17,19 +17,18 @@ from helpers import (clean_env, groq_env, needs_a_subreaper, needs_plain_program
 PHASE = 6
 FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
 MINE = [name for name, case in CASES.items() if case["phase"] == PHASE]
-STARTED = {}  # folder -> {case: future}: every folder's cases start at the first one, and run side by side
+STARTED = {}  # folder -> {case: future}: every folder's cases, started with this module's first test
+pytestmark = pytest.mark.xdist_group("test_phase6_clock")  # one worker: the first test starts every case
 OFF = ("--yes", "--sandbox", "off")  # approved at once; off, so that the harness alone must end what it started
 
 
-@pytest.mark.parametrize("name", MINE)
-def test_done_when_the_scripted_case_passes(code_dir, name, request):
-    """The scripted case runs as tests/cases.py describes it (`python tests/cases.py -v NAME` shows it run)."""
-    if not STARTED:
-        folders = {item.callspec.params["code_dir"] for item in request.session.items
-                   if item.originalname == "test_done_when_the_scripted_case_passes" and item.module.PHASE == PHASE}
-        STARTED.update({folder: start_cases(MINE, folder) for folder in sorted(folders)})
-    found = STARTED[code_dir][name].result()
-    assert found == [], f"case {name}: " + "; ".join(found)
+@pytest.fixture(autouse=True, scope="module")
+def cases_started(request):
+    """The scripted cases of this phase, for every folder whose case tests were chosen, start with the module's
+    first test and run side by side with the tests that follow; the last tests wait for them."""
+    folders = {item.callspec.params["code_dir"] for item in request.session.items
+               if item.originalname == "test_done_when_the_scripted_case_passes" and item.module.PHASE == PHASE}
+    STARTED.update({folder: start_cases(MINE, folder) for folder in sorted(folders)})
 
 
 def test_at_once_runs_functions_side_by_side_until_the_deadline(harness):
@@ -181,3 +180,10 @@ def test_what_left_the_command_s_group_ends_with_it(workspace, server):
     assert result.returncode == 0, result.stderr
     assert still_running(f"sleep {seconds}") == [], \
         "a process that left the command's group outlived it"
+
+
+@pytest.mark.parametrize("name", MINE)  # last: the cases ran beside the tests above
+def test_done_when_the_scripted_case_passes(code_dir, name):
+    """The scripted case runs as tests/cases.py describes it (`python tests/cases.py -v NAME` shows it run)."""
+    found = STARTED[code_dir][name].result()
+    assert found == [], f"case {name}: " + "; ".join(found)

@@ -9,18 +9,17 @@ from helpers import scripted_backend
 PHASE = 7
 FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
 MINE = [name for name, case in CASES.items() if case["phase"] == PHASE]
-STARTED = {}  # folder -> {case: future}: every folder's cases start at the first one, and run side by side
+STARTED = {}  # folder -> {case: future}: every folder's cases, started with this module's first test
+pytestmark = pytest.mark.xdist_group("test_phase7_recovery")  # one worker: the first test starts every case
 
 
-@pytest.mark.parametrize("name", MINE)
-def test_done_when_the_scripted_case_passes(code_dir, name, request):
-    """The scripted case runs as tests/cases.py describes it (`python tests/cases.py -v NAME` shows it run)."""
-    if not STARTED:
-        folders = {item.callspec.params["code_dir"] for item in request.session.items
-                   if item.originalname == "test_done_when_the_scripted_case_passes" and item.module.PHASE == PHASE}
-        STARTED.update({folder: start_cases(MINE, folder) for folder in sorted(folders)})
-    found = STARTED[code_dir][name].result()
-    assert found == [], f"case {name}: " + "; ".join(found)
+@pytest.fixture(autouse=True, scope="module")
+def cases_started(request):
+    """The scripted cases of this phase, for every folder whose case tests were chosen, start with the module's
+    first test and run side by side with the tests that follow; the last tests wait for them."""
+    folders = {item.callspec.params["code_dir"] for item in request.session.items
+               if item.originalname == "test_done_when_the_scripted_case_passes" and item.module.PHASE == PHASE}
+    STARTED.update({folder: start_cases(MINE, folder) for folder in sorted(folders)})
 
 
 @pytest.fixture
@@ -80,3 +79,10 @@ def test_a_server_too_slow_is_named_slow_not_unreachable(harness, server, load):
     result = harness.run("Hi", backend=scripted_backend(server))
     assert result.status == "provider_error" and "TIMEOUT" in result.error, f"step 5: {result.error}"
     assert "Could not reach" not in result.error, f"step 5: ask APITimeoutError first: {result.error}"
+
+
+@pytest.mark.parametrize("name", MINE)  # last: the cases ran beside the tests above
+def test_done_when_the_scripted_case_passes(code_dir, name):
+    """The scripted case runs as tests/cases.py describes it (`python tests/cases.py -v NAME` shows it run)."""
+    found = STARTED[code_dir][name].result()
+    assert found == [], f"case {name}: " + "; ".join(found)

@@ -12,24 +12,23 @@ import pytest
 from cases import CASES, start_cases
 from helpers import (clean_env, groq_env, needs_dev_full, needs_signals, own_seconds,
                      posix_redirections, run_python, running_commands, scripted_backend,
-                     since_first_request, still_running, tool_calls, trace_records)
+                     since_first_request, start_python, still_running, tool_calls, trace_records)
 
 PHASE = 8
 FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
 MINE = [name for name, case in CASES.items() if case["phase"] == PHASE]
-STARTED = {}  # folder -> {case: future}: every folder's cases start at the first one, and run side by side
+STARTED = {}  # folder -> {case: future}: every folder's cases, started with this module's first test
+pytestmark = pytest.mark.xdist_group("test_phase8_streaming")  # one worker: the first test starts every case
 GRACE = 1  # the lesson's GRACE: seconds past the deadline the report may take
 
 
-@pytest.mark.parametrize("name", MINE)
-def test_done_when_the_scripted_case_passes(code_dir, name, request):
-    """The scripted case runs as tests/cases.py describes it (`python tests/cases.py -v NAME` shows it run)."""
-    if not STARTED:
-        folders = {item.callspec.params["code_dir"] for item in request.session.items
-                   if item.originalname == "test_done_when_the_scripted_case_passes" and item.module.PHASE == PHASE}
-        STARTED.update({folder: start_cases(MINE, folder) for folder in sorted(folders)})
-    found = STARTED[code_dir][name].result()
-    assert found == [], f"case {name}: " + "; ".join(found)
+@pytest.fixture(autouse=True, scope="module")
+def cases_started(request):
+    """The scripted cases of this phase, for every folder whose case tests were chosen, start with the module's
+    first test and run side by side with the tests that follow; the last tests wait for them."""
+    folders = {item.callspec.params["code_dir"] for item in request.session.items
+               if item.originalname == "test_done_when_the_scripted_case_passes" and item.module.PHASE == PHASE}
+    STARTED.update({folder: start_cases(MINE, folder) for folder in sorted(folders)})
 
 
 def test_chat_streams_the_text_to_on_text(load, server):
@@ -57,9 +56,7 @@ def test_stream_prints_the_text_once_and_counts_usage(workspace, server):
 
 def start(workspace, server, *args, stdin=subprocess.DEVNULL):
     """python harness.py --trace t.jsonl ARGS..., running against the scripted server, its output in pipes."""
-    return subprocess.Popen([sys.executable, "harness.py", "--trace", "t.jsonl", *args], cwd=workspace,
-                            env=clean_env(**groq_env(server)), stdin=stdin, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    return start_python(workspace, "harness.py", "--trace", "t.jsonl", *args, env=groq_env(server), stdin=stdin)
 
 
 def wait_for(condition, seconds=30):
@@ -170,3 +167,10 @@ def test_a_task_in_bytes_that_are_not_utf8_is_sent(workspace, server):
     assert done.returncode == 0 and len(server.requests) == 1, done.stderr.decode(errors="replace")
     task = json.dumps(server.requests[0]["body"]["messages"][-1]["content"])
     assert all(word in task for word in words), f"the task should be sent, its other words whole: {task}"
+
+
+@pytest.mark.parametrize("name", MINE)  # last: the cases ran beside the tests above
+def test_done_when_the_scripted_case_passes(code_dir, name):
+    """The scripted case runs as tests/cases.py describes it (`python tests/cases.py -v NAME` shows it run)."""
+    found = STARTED[code_dir][name].result()
+    assert found == [], f"case {name}: " + "; ".join(found)

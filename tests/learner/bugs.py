@@ -17,8 +17,8 @@ BUGS = {
     },
     "returns_after_tools": {  # one `[1] ...` line, then an empty answer, exit 0
         "file": "harness.py",
-        "old": "            convo.add_result(call, call_tool(call.function.name, call.function.arguments))\n",
-        "new": "            convo.add_result(call, call_tool(call.function.name, call.function.arguments))\n"
+        "old": "            convo.add_result(call, run_tool(call.function.name, call.function.arguments))\n",
+        "new": "            convo.add_result(call, run_tool(call.function.name, call.function.arguments))\n"
                "        return message.content or \"\"\n",
         "symptom": "[1] list_dir",
         "exit": 0,
@@ -41,7 +41,7 @@ BUGS = {
     },
     "model_dump_sent_back": {  # model_dump() adds refusal, annotations and audio, which Groq refuses
         "file": "harness.py",
-        "old": "        self.messages.append(plain)\n",
+        "old": "        self.messages.append(assistant_message(message))\n",
         "new": "        self.messages.append(message.model_dump())\n",
         "symptom": "property 'refusal' is unsupported",
         "exit": 1,

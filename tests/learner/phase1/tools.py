@@ -8,14 +8,14 @@ from pathlib import Path
 
 REGISTRY = {}
 TOOLS = []
-RESULT_LIMIT = 4000  # characters of one result the model gets, the note about the rest included
+MAX_CHARS = 4000  # characters of one result the model gets, the note about the rest included
 
 
-def capped(text):
-    """text, or its start and a note of how much was left out, within RESULT_LIMIT characters."""
-    if len(text) <= RESULT_LIMIT:
+def truncate(text):
+    """text, or its start and a note of how much was left out, within MAX_CHARS characters."""
+    if len(text) <= MAX_CHARS:
         return text
-    keep = RESULT_LIMIT - 60
+    keep = MAX_CHARS - 60
     return f"{text[:keep]}\n[{len(text) - keep} more characters left out]"
 
 
@@ -45,11 +45,11 @@ def list_dir(path="."):
 @tool("Read a UTF-8 text file and return its content (at most 4000 characters).",
       path=("string", "The file to read, relative to the working directory.", True))
 def read_file(path):
-    return capped(Path(path).read_text(encoding="utf-8", errors="replace"))
+    return truncate(Path(path).read_text(encoding="utf-8", errors="replace"))
 
 
 @tool("Run a shell command in the working directory; returns its exit code, then stdout and stderr.",
       command=("string", "The command line, as you would type it in a terminal.", True))
 def run_shell(command):
     done = subprocess.run(command, shell=True, capture_output=True, text=True)  # no limits yet: phase 2
-    return capped(f"exit code {done.returncode}\n{done.stdout}{done.stderr}")
+    return truncate(f"exit code {done.returncode}\n{done.stdout}{done.stderr}")

@@ -3,7 +3,7 @@ pass (the openai package retries 408, 409, 429, 5xx and dropped connections; cha
 tool_use_failed) and checking every reply before anyone reads it. With on_text, chat() streams: the text goes to
 on_text as it comes, and the calls are put together from their pieces. options (tool_choice, ...) go into the request.
 
-Run:  python backend.py ["your prompt"]   (harness.py uses chat())
+Run:  python backend.py ["your prompt"]   (harness.py uses chat(), and sends each reply back as assistant_message())
 Picks Groq, OpenAI, Ollama or any OpenAI-compatible server from BACKEND / keys / MODEL / BASE_URL (see
 .env.example); with no key it starts the offline demo model (demo_model.py in the repository) and says so.
 """
@@ -31,6 +31,7 @@ BACKENDS = {
     "demo": {"base_url": None, "key_var": None, "model": "demo"},  # demo_model.py, launched when needed
 }
 KEYED = [name for name, spec in BACKENDS.items() if spec["key_var"]]
+PROMPT = "Say hello in one short sentence."  # what python backend.py sends with no words
 THIS_MACHINE = {"localhost", "127.0.0.1", "::1"}  # reached directly, whatever proxy the environment names
 TIMEOUT = 60  # seconds to wait for the server at each step (connecting, each piece of the reply)
 RETRIES = 2  # tries after the first: the openai package's for what it sees, chat()'s for broken replies
@@ -40,7 +41,6 @@ FINISHED = {"stop": "stop", "tool_calls": "tool_calls", "length": "length", "con
             "function_call": "tool_calls", "eos_token": "stop", "eos": "stop", "end_turn": "stop",
             "stop_sequence": "stop", "max_tokens": "length"}  # other servers' finish reasons; any other: length
 PACKAGE_LOG = logging.getLogger("openai._base_client")  # where the openai package says it retries
-PACKAGE_LOG.setLevel(logging.INFO)  # its retries are INFO records: retried() must see them (nothing is printed)
 
 
 class BackendError(Exception):
@@ -63,7 +63,7 @@ def setting(name):
     return os.environ.get(name) or None
 
 
-def launch_offline_model():
+def start_demo():
     """Start demo_model.py (found in this folder or a parent) on 127.0.0.1 and return its base URL."""
     for folder in (HERE, *HERE.parents):
         if (folder / "demo_model.py").is_file():
@@ -77,7 +77,7 @@ def launch_offline_model():
     return demo_model.start().url
 
 
-def checked_url(url):
+def usable_url(url):
     """BASE_URL as given (spaces around it dropped), or None when unset; a BackendError when it is no http(s) URL."""
     url = (url or "").strip() or None
     if url and (urlparse(url).scheme not in ("http", "https") or not urlparse(url).netloc):
@@ -86,18 +86,24 @@ def checked_url(url):
     return url
 
 
+def first_backend_with_a_key(base_url=None):
+    """(the first backend whose API key is set, ""), else ("demo", the note that says so, for the front door)."""
+    name = next((n for n in KEYED if setting(BACKENDS[n]["key_var"])), "demo")
+    if name != "demo":
+        return name, ""
+    looked = " and ".join(BACKENDS[n]["key_var"] for n in KEYED)
+    target = (f"the server at {base_url} (your BASE_URL), with no key" if base_url else
+              "the offline demo model, which only understands simple file tasks")
+    return name, (f"note: no API key found (looked for {looked} in {ENV_FILE} and the environment), so this runs "
+                  f"on {target}.")
+
+
 def choose(name=None, model=None, base_url=None):
     """Decide which server, key and model to use; the arguments win over the environment."""
-    base_url = checked_url(base_url or setting("BASE_URL"))
-    name = name or setting("BACKEND")
+    base_url = usable_url(base_url or setting("BASE_URL"))
+    name, note = name or setting("BACKEND"), ""
     if not name:
-        name = next((n for n in KEYED if setting(BACKENDS[n]["key_var"])), "demo")
-        if name == "demo":
-            looked = " and ".join(BACKENDS[n]["key_var"] for n in KEYED)
-            target = (f"the server at {base_url} (your BASE_URL), with no key" if base_url else
-                      "the offline demo model, which only understands simple file tasks")
-            print(f"note: no API key found (looked for {looked} in {ENV_FILE} and the environment), so this runs "
-                  f"on {target}.", file=sys.stderr)
+        name, note = first_backend_with_a_key(base_url)
     if name not in BACKENDS:
         raise BackendError(f"BACKEND={name!r} is not a backend I know. Use one of: {', '.join(BACKENDS)} "
                            "(or leave BACKEND unset to pick by the key you have).")
@@ -110,14 +116,15 @@ def choose(name=None, model=None, base_url=None):
                            "or unset BACKEND to fall back on the offline demo model.")
     return {
         "name": name,
-        "base_url": base_url or spec["base_url"] or launch_offline_model(),
+        "base_url": base_url or spec["base_url"] or start_demo(),
         "api_key": api_key or "none",  # servers without keys still want some string
         "model": model or setting("MODEL") or spec["model"],
         "url_given": bool(base_url),
+        "note": note,  # why this backend, when no key was found ("" otherwise)
     }
 
 
-def server_label(backend):
+def where(backend):
     """How to name the server in a message: whose it is and where."""
     url, name = backend["base_url"], backend["name"]
     if backend.get("url_given"):
@@ -139,7 +146,7 @@ def provider_words(error):
     return words if words.rstrip().endswith((".", "!", "?")) else words.rstrip() + "."
 
 
-def proxy_in_the_way(url):
+def proxy_for(url):
     """The proxy the environment routes url through (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY), or None."""
     host, scheme = urlparse(url).hostname, urlparse(url).scheme
     if host in THIS_MACHINE or urllib.request.proxy_bypass(host):
@@ -167,23 +174,23 @@ def cause(error):
     return "the connection failed"
 
 
-def explain_failure(error, backend):
+def explain(error, backend):
     """One paragraph: which server (or proxy), what went wrong, what to change."""
-    where = server_label(backend)
-    proxy = proxy_in_the_way(backend["base_url"])
+    place = where(backend)
+    proxy = proxy_for(backend["base_url"])
     if isinstance(error, BrokenReply):
-        return (f"{where} sent a broken reply {RETRIES + 1} times, asked again each time: {error}. "
+        return (f"{place} sent a broken reply {RETRIES + 1} times, asked again each time: {error}. "
                 "Check BASE_URL, or try again later.")
     if proxy and not isinstance(getattr(error, "body", None), dict):  # providers answer in JSON, proxies do not
-        return (f"The proxy {proxy} from your environment did not pass the request on to {where} ({cause(error)}). "
+        return (f"The proxy {proxy} from your environment did not pass the request on to {place} ({cause(error)}). "
                 "Fix the proxy, or unset HTTPS_PROXY, HTTP_PROXY and ALL_PROXY.")
     if isinstance(error, sdk().APITimeoutError):  # an APIConnectionError too: asked first
-        return (f"{where} did not answer within TIMEOUT = {TIMEOUT} s, {RETRIES + 1} times: timed out. "
+        return (f"{place} did not answer within TIMEOUT = {TIMEOUT} s, {RETRIES + 1} times: timed out. "
                 "The server is too slow or overloaded; try again later, or a smaller request.")
     if isinstance(error, sdk().APIConnectionError):
         fix = ("Check BASE_URL (or unset it), and that your server is running there." if backend.get("url_given")
                else "Check your network, or for Ollama start `ollama serve`.")
-        return f"Could not reach {where}: {cause(error)}. {fix}"
+        return f"Could not reach {place}: {cause(error)}. {fix}"
     if isinstance(error, sdk().APIStatusError):
         status, said = error.status_code, provider_words(error)
         key_var = BACKENDS.get(backend["name"], {}).get("key_var") or "API_KEY"
@@ -195,11 +202,11 @@ def explain_failure(error, backend):
                        "try again after it." if wait else "You are sending too much; wait a little and try again.")}
         fix = hints.get(status, "The server refused this request; the request itself needs fixing."
                         if status < 500 else "The server had trouble; try again later.")
-        return f"{where} answered {status}: {said} {fix}"
-    return f"{where} sent something that is not a chat completion ({error}). Check BASE_URL."
+        return f"{place} answered {status}: {said} {fix}"
+    return f"{place} sent something that is not a chat completion ({error}). Check BASE_URL."
 
 
-@functools.lru_cache(maxsize=8)  # making one costs 25 ms (its TLS setup), more than a step with a fast server
+@functools.cache  # making one costs 25 ms (its TLS setup), more than a step with a fast server
 def client(base_url, api_key):
     """An OpenAI client for any compatible server, made once and kept; the package retries what may pass, RETRIES
     times. A proxy from the environment is for the outside world: a server on this machine is reached directly."""
@@ -208,17 +215,6 @@ def client(base_url, api_key):
     except ImportError as missing:  # ALL_PROXY=socks5://... without the socksio package
         raise BackendError(f"The proxy in your environment needs a package that is not installed: {missing}") from None
     return sdk().OpenAI(base_url=base_url, api_key=api_key, timeout=TIMEOUT, http_client=http, max_retries=RETRIES)
-
-
-def complete(prompt, backend=None):
-    """Send one prompt and return the reply's text."""
-    backend = backend or choose()
-    try:
-        response = client(backend["base_url"], backend["api_key"]).chat.completions.create(
-            model=backend["model"], messages=[{"role": "user", "content": prompt}])
-    except sdk().APIError as error:
-        raise BackendError(explain_failure(error, backend)) from None
-    return response.choices[0].message.content
 
 
 def retried(on_note, heard, record):
@@ -440,16 +436,43 @@ def chat(messages, tools=None, backend=None, on_note=None, on_text=None, options
             body = getattr(error, "body", None)
             tool_use_failed = isinstance(body, dict) and body.get("code") == "tool_use_failed"
             if attempt == RETRIES or not (tool_use_failed or isinstance(error, BrokenReply)):
-                raise BackendError(explain_failure(error, backend)) from None
+                raise BackendError(explain(error, backend)) from None
             said = error if isinstance(error, BrokenReply) else (  # Groq's words, and the call the model wrote
-                f"{server_label(backend)}: {body.get('message')} (the model wrote: {body.get('failed_generation')!r})")
+                f"{where(backend)}: {body.get('message')} (the model wrote: {body.get('failed_generation')!r})")
             on_note(f"{said}; asking again ({attempt + 1} of {RETRIES})")
 
 
-def main(argv):
-    prompt = " ".join(argv) or "Say hello in one sentence."
+def complete(prompt, backend=None):
+    """Send one prompt and return the reply's text."""
+    return chat([{"role": "user", "content": prompt}], backend=backend).choices[0].message.content
+
+
+def valid_json(arguments):
+    """The call's arguments as JSON text the server will accept back ("{}" if they are not JSON)."""
     try:
-        print(complete(prompt))
+        json.loads(arguments)
+        return arguments
+    except (TypeError, ValueError):
+        return "{}"
+
+
+def assistant_message(message):
+    """The model's reply rebuilt by hand, as every server takes it back: SDK extras such as `reasoning` or
+    `refusal` are refused by Groq."""
+    plain = {"role": "assistant", "content": message.content or ""}
+    if message.tool_calls:
+        plain["tool_calls"] = [{"id": c.id, "type": "function", "function": {
+            "name": c.function.name, "arguments": valid_json(c.function.arguments)}} for c in message.tool_calls]
+    return plain
+
+
+def main(argv):
+    prompt = " ".join(argv) or PROMPT
+    try:
+        backend = choose()
+        if backend["note"]:
+            print(backend["note"], file=sys.stderr)
+        print(complete(prompt, backend))
     except BackendError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

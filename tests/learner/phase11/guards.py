@@ -192,12 +192,22 @@ def sealed(policy):
             place = Path(folder, name)
             if place.is_symlink():
                 continue
-            if name == ".git":
+            if name.lower() == ".git":  # in any case: a disk that ignores case opens .GIT as .git
                 read_only.append(place)
             elif place.is_file() and (is_secret(name) or holds_secret(policy, place)):
                 hidden.append(place)
-        folders[:] = [name for name in folders if name != ".git"]
+        folders[:] = [name for name in folders if name.lower() != ".git"]
     return read_only, hidden
+
+
+def repositories(workspace):
+    """Every .git in the workspace, a folder or a file, in any case: git runs what their config says, later
+    and outside any sandbox."""
+    found = set()
+    for folder, folders, files in os.walk(workspace):
+        found |= {Path(folder, name) for name in folders + files if name.lower() == ".git"}
+        folders[:] = [name for name in folders if name.lower() != ".git"]
+    return found
 
 
 def mask(policy, text):
@@ -267,16 +277,18 @@ def plain(policy, command):
     return [program, *words[1:]] if program else None
 
 
-def shown(text):
-    """text as it may reach a screen: printable ASCII as it is, anything else spelled out as Python writes it
-    (a backslash too), and a run of 40 spaces or more counted."""
+def shown(text, one_line=False):
+    """text as it may reach a screen: printable ASCII as it is, its line breaks too unless one_line, anything
+    else spelled out as Python writes it (a backslash too), and a run of 40 spaces or more counted."""
+    if not one_line:
+        return "\n".join(shown(line, one_line=True) for line in str(text).split("\n"))
     spelled = str(text).encode("unicode_escape").decode("ascii")
     return re.sub(r" {40,}", lambda run: f"\\{{{len(run.group())} spaces}}", spelled)
 
 
 def question(summary, *lines):
     """A question for a person, one shown() line per piece: nothing in it can break a line or redraw the screen."""
-    return "\n".join(shown(piece) for piece in (summary, *lines))
+    return "\n".join(shown(piece, one_line=True) for piece in (summary, *lines))
 
 
 def fit(text, rows, columns):

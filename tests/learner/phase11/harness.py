@@ -1,74 +1,54 @@
-"""Phase 10 (learner's version): the agent loop, with budgets, a Result, a JSONL trace, one clock
-for every wait, and recovery: a reply cut short, filtered or refused ends the run, an empty answer gets one nudge,
-a call made again and again is not run. --stream prints the text as it comes; SIGINT, SIGTERM and SIGHUP end a run
-with a status; the terminal is waited for on the run's clock like anything else. options steer how the model calls
-tools (tool_choice for the first request only); output (a JSON schema or a Pydantic model class) asks for an answer
-with that shape, given through the tool final_answer and checked like any call.
+"""Phase 10 (learner's version): the agent loop, with budgets, a Result that says how the run ended, one clock
+for every wait, and recovery: a reply cut short, filtered or refused ends the run, an empty answer gets one
+nudge, a call made again and again is not run; with on_text, the model's text streams to it as it comes.
+options steer how the model calls tools (tool_choice for the first request only); output (a JSON schema or a
+Pydantic model class) asks for an answer with that shape, given through the tool final_answer and checked like
+any call.
 
 Run:  python harness.py "List the files here, then read backend.py and tell me which model it calls."
-      (--backend, --model, --base-url override the environment for one run; --workspace DIR, --yes,
-       --sandbox workspace-write|read-only|off; budgets: --max-steps, --max-tool-calls, --max-tokens,
-       --deadline SECONDS; --trace FILE appends one JSON object a line; --stream; --output-schema FILE,
-       --tool-choice auto|none|required, --no-parallel-tool-calls)
-The model asks for tools, we decide every call of a turn (asking a person where we must), run them and send the
-results back, until it answers or a budget runs out. run() returns a Result; its status gives the exit code:
-0 answered, 1 provider, output or internal error, 2 usage, 3 a budget or a repeated call, 4 a reply cut short,
-filtered or refused, or no answer that fits the output schema, 130 Ctrl-C (143 SIGTERM, 129 SIGHUP).
+      (the same as python cli.py "...": the command line, the trace and all that is printed live in cli.py)
+The model asks for tools, we decide every call of a turn (asking approve() where we must), run them and send
+the results back, until it answers or a budget runs out. run() returns a Result, the run's settings and its
+outcome; it tells on_call() of each call and record() of each step.
 """
 import time
 
 STARTED = time.monotonic()  # taken before the imports (most of a second), so --deadline counts from Enter
 
-import argparse  # noqa: E402
 import json  # noqa: E402
-import math  # noqa: E402
 import os  # noqa: E402
-import signal  # noqa: E402
-import shutil  # noqa: E402
-import stat  # noqa: E402
-import sys  # noqa: E402
-import threading  # noqa: E402
 import uuid  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from functools import partial  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import guards  # noqa: E402
 import shell  # noqa: E402
-from backend import BackendError, chat, choose  # noqa: E402
-from guards import ToolError, shown  # noqa: E402
-from tools import JSON_TYPES, MAX_COMMAND, REGISTRY, TOOLS, BadCall, capped, check_call, plan  # noqa: E402
+from backend import BackendError, assistant_message, chat, choose  # noqa: E402
+from guards import ToolError  # noqa: E402
+from tools import MAX_COMMAND, REGISTRY, TOOLS, BadCall, at_once, truncate, check_call, plan  # noqa: E402
 
 MAX_STEPS = 10  # requests to the model in one run
 MAX_TOOL_CALLS = 30  # tool calls in one run; a call past it gets an error and does not run
 CHARS_PER_TOKEN = 4  # the estimate of tokens when a server sends no usage
-TRACE_CHARS = 10_000  # characters of one text the trace keeps
 SAME_CALL_LIMIT = 3  # turns in a row one call may be made in; then it is not run, and once more ends the run
 GRACE = 1  # seconds the tools are waited for past the deadline: a command stopped by it still reports so
-SCREEN_WIDTH = 200  # characters of a call's arguments shown on screen
-SYSTEM = ("You are a coding agent working in the folder {workspace}, your workspace. Use the tools to look at "
-          "files before you answer; paths are relative to the workspace. A call may be refused or declined: "
-          "read why, and do not try it again. Answer briefly when done.")
+SYSTEM = ("You are a coding agent working in your workspace folder. Use the tools to look at files before you "
+          "answer; paths are relative to the workspace. A call may be refused or declined: read why, and do not "
+          "try it again. Answer briefly when done.")
 DECLINED = "error: the user declined this call; do not try it again, find another way or answer"
 EMPTY_ANSWER = "Your last reply was empty. Answer the task in words, or call a tool."  # the one nudge
-EXIT_CODES = {"answered": 0, "provider_error": 1, "output_error": 1, "internal_error": 1, "step_limit": 3,
-              "tool_call_limit": 3, "token_limit": 3, "deadline": 3, "repeated": 3, "incomplete": 4,
-              "content_filter": 4, "refused": 4, "invalid_output": 4, "interrupted": 130}
-SIGNAL_EXIT = {getattr(signal, name): code for name, code in (("SIGINT", 130), ("SIGTERM", 143), ("SIGHUP", 129))
-               if hasattr(signal, name)}  # the signals that end a run, and its exit code: 128 + the signal's number
-OUTPUT_FAILED = "standard output could not be written: its reader went away, or the disk is full"
-BLOCKED = []  # writes to standard output given up on: a thread still waits in each, holding the output's lock
-MID_LINE = [False]  # True while the last text on standard output did not end its line (a streamed piece)
 FINAL_TOOL = "final_answer"  # the tool whose arguments are an answer with a shape
 OUTPUT_TRIES = 3  # answers that do not fit the shape (words, or a call that breaks it) before the run ends
-SCHEMA_WORDS = {"type": str, "properties": dict, "required": list, "items": dict, "enum": list,
-                "additionalProperties": bool, "description": str, "title": str, "default": object,
-                "examples": list}  # what problem() checks, or may ignore, in an --output-schema: each in its shape
 ENDINGS = {"length": "incomplete", "content_filter": "content_filter"}  # finish reasons that end a run
 
 
+def ignore(*args, **fields):
+    """The hook that does nothing: what run() tells when nobody listens (and None approves nothing)."""
+
+
 class Stop(Exception):
-    """Ends a run with a status (one of EXIT_CODES) and, when there is more to say, an error in words."""
+    """Ends a run with a status (step_limit, deadline, output_error, ...) and, when there is more to say, an
+    error in words."""
 
     def __init__(self, status, error=""):
         super().__init__(error or status)
@@ -85,7 +65,20 @@ class Limits:
 
 @dataclass
 class Result:
-    status: str = None  # one of EXIT_CODES
+    """One run: what it was given (set by run()) and what it did (filled in as it goes)."""
+    backend: dict = None
+    policy: guards.Policy = None
+    limits: Limits = field(default_factory=Limits)
+    deadline: float = None  # a time.monotonic() when the time is up, or None
+    approve: object = ignore  # approve(question): only True is a yes
+    on_call: object = ignore  # on_call(step, name, arguments), before the call is decided
+    record: object = ignore  # record(kind, **fields), for each step of the run
+    on_note: object = ignore  # on_note(text): something the person should know, such as a retry
+    on_text: object = None  # on_text(piece): the model's text as it streams; None: no streaming
+    options: dict = field(default_factory=dict)  # what goes into every request (tool_choice: the first only)
+    schema: dict = None  # the JSON schema an answer must fit; None: an answer in words
+    model: object = None  # the Pydantic model class it came from, if any
+    status: str = None  # answered, or what ended the run
     answer: str = None  # the model's answer, when it gave one
     error: str = ""  # what went wrong, in words
     steps: int = 0
@@ -95,144 +88,8 @@ class Result:
     messages: list = field(default_factory=list)  # the whole conversation, as the API takes it
     recent: list = field(default_factory=list)  # what the calls of the last turns would do, a set a turn
     used_ids: set = field(default_factory=set)  # every tool call id so far: a repeated one is replaced
-    output: object = None  # the answer that fits the output schema: a dict, or an instance of the model class
+    output: object = None  # the answer that fits the schema: a dict, or an instance of the model class
     bad_answers: int = 0  # answers that did not fit it
-
-
-class Trace:
-    """One JSON object a line, each tagged with the run's id; texts masked and cut. No path: records nothing."""
-
-    def __init__(self, path, policy):
-        self.policy, self.run = policy, uuid.uuid4().hex[:12]
-        self.fd = trace_file(path, policy) if path else None
-
-    def record(self, kind, **fields):
-        if self.fd is None:
-            return
-        fields = {name: cut(guards.mask(self.policy, value)) if isinstance(value, str) else value
-                  for name, value in fields.items()}
-        line = json.dumps({"run": self.run, "type": kind, **fields}) + "\n"
-        try:
-            os.write(self.fd, line.encode("utf-8"))  # one unbuffered write: a crash leaves only whole lines
-        except OSError as error:
-            self.fd = None  # the end of the run will not be written either
-            raise Stop("output_error", f"could not write the trace: {error}") from None
-
-
-@dataclass
-class Settings:
-    """What the run was asked to do, set once."""
-    backend: dict
-    approve: object
-    limits: Limits
-    deadline: float  # a time.monotonic(), or None
-    policy: guards.Policy
-    trace: Trace
-    on_text: object = None  # hears each piece of streamed text; None: no streaming
-    options: dict = field(default_factory=dict)  # what goes into every request (tool_choice: the first only)
-    output: dict = None  # the JSON schema an answer must fit; None: an answer in words
-    model: object = None  # the Pydantic model class it came from, if any
-
-
-def cut(text):
-    return text if len(text) <= TRACE_CHARS else f"{text[:TRACE_CHARS]}[... {len(text) - TRACE_CHARS} more]"
-
-
-def trace_file(path, policy):
-    """An open file descriptor to append the trace to; Stop("output_error") for a link, at the path or (in the
-    workspace) on the way to it, or for anything that is not a regular file."""
-    full = Path(os.path.abspath(path))
-    if full.is_relative_to(policy.workspace):
-        for folder in full.relative_to(policy.workspace).parents:
-            if (policy.workspace / folder).is_symlink():
-                raise Stop("output_error", f"the trace {path} is reached through a link ({folder}), refused")
-    try:
-        fd = os.open(full, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) |
-                     getattr(os, "O_NONBLOCK", 0), 0o600)  # a link is refused, and a pipe nobody reads cannot block
-    except OSError as error:
-        raise Stop("output_error", f"cannot open the trace {path}: {error.strerror}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise Stop("output_error", f"the trace {path} is not a regular file (a pipe or a device), refused")
-    return fd
-
-
-def say(text="", deadline=None, end="\n"):
-    """Print to standard output and flush at once, waiting for the terminal no longer than the deadline: a write
-    given up on goes into BLOCKED, a write that fails is Stop("output_error") and standard output goes to devnull."""
-    if BLOCKED:  # a thread holds the output's lock: this write would wait for ever
-        raise Stop("deadline", "the deadline passed while waiting for the terminal")
-    if MID_LINE[0] and end and text:  # a line after streamed text starts a line of its own
-        text = "\n" + text
-    try:
-        if sys.stdout is None:  # the run began with standard output closed: print() would write nothing, silently
-            raise OSError("no standard output")
-        within(deadline, "the terminal", partial(print, text, end=end, flush=True))
-    except Stop:
-        BLOCKED.append(text)
-        raise
-    except (OSError, ValueError):
-        try:  # what is left in its buffer goes nowhere, quietly, when Python flushes it at the end
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (AttributeError, OSError, ValueError):
-            pass
-        sys.stdout = open(os.devnull, "w")
-        raise Stop("output_error", OUTPUT_FAILED) from None
-    MID_LINE[0] = not (text + end).endswith("\n") if text + end else MID_LINE[0]
-
-
-def tell(text, end="\n"):
-    """Print to standard error if it can: a note or a question is not worth ending a run for."""
-    try:
-        if sys.stderr is not None:
-            print(text, end=end, file=sys.stderr, flush=True)
-    except ValueError:
-        pass
-    except OSError:  # write nowhere from now on, or Python's last flush fails too (exit 120)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stderr.fileno())
-
-
-def stream_text(deadline, piece):
-    """A piece of streamed text on standard output as it comes, made safe, its own line breaks kept."""
-    say("\n".join(shown(part) for part in piece.split("\n")), deadline, end="")
-
-
-def note(text):
-    """A note for the person at the keyboard, on standard error."""
-    tell(shown(f"note: {text}"))
-
-
-def one_line(arguments):
-    """The arguments as shown on screen: the first SCREEN_WIDTH characters, and how many more there were."""
-    if len(arguments) <= SCREEN_WIDTH:
-        return arguments
-    return f"{arguments[:SCREEN_WIDTH]}... (+{len(arguments) - SCREEN_WIDTH} characters)"
-
-
-def as_json_text(arguments):
-    """The call's arguments as JSON text the server will accept back ("{}" if they are not JSON)."""
-    try:
-        json.loads(arguments)
-        return arguments
-    except (TypeError, ValueError):
-        return "{}"
-
-
-def ask_user(question):
-    """Ask a person on standard error, the question fitted to the screen (? shows it whole); only y or yes is a yes."""
-    size = os.get_terminal_size(2) if os.isatty(2) else shutil.get_terminal_size()  # the terminal it is asked on
-    text = guards.fit(question, size.lines - 1, size.columns)
-    while True:
-        tell(f"{text}? [y/N] ", end="")
-        answer = sys.stdin.readline()
-        if not answer:
-            tell("(end of input: no)")
-            return False
-        if not sys.stdin.isatty():  # a piped answer is not echoed by a terminal: show it, so the screen reads right
-            tell(answer.strip())
-        if answer.strip() != "?":
-            return answer.strip().lower() in ("y", "yes")
-        text = question
 
 
 def said_yes(approve, question):
@@ -241,42 +98,6 @@ def said_yes(approve, question):
         return approve(question) is True
     except Exception:
         return False
-
-
-def assistant_message(message):
-    """The model's reply rebuilt by hand: SDK extras such as `reasoning` are refused by Groq."""
-    plain = {"role": "assistant", "content": message.content or ""}
-    if message.tool_calls:
-        plain["tool_calls"] = [{"id": c.id, "type": "function", "function": {
-            "name": c.function.name, "arguments": as_json_text(c.function.arguments)}} for c in message.tool_calls]
-    return plain
-
-
-def at_once(functions, deadline):
-    """Run the functions side by side, each on a daemon thread, until all are done or the deadline (a
-    time.monotonic(), or None: no limit). A box for each, in order: {"value": ...}, {"error": ...} or, when it had
-    not finished, neither; each finished one also holds its "seconds". A thread left behind is never killed."""
-    boxes = [{} for _ in functions]
-
-    def fill(box, function):
-        began = time.monotonic()
-        try:
-            box["value"] = function()
-        except BaseException as error:  # whatever it raised is handed back: the caller decides
-            box["error"] = error
-        box["seconds"] = time.monotonic() - began
-
-    if deadline is None and len(functions) == 1:  # nothing to wait for side by side: a thread would only cost
-        fill(boxes[0], functions[0])
-        if isinstance(boxes[0].get("error"), KeyboardInterrupt):  # Ctrl-C, here in the main thread, ends the run
-            raise boxes[0]["error"]
-        return boxes
-    threads = [threading.Thread(target=fill, args=pair, daemon=True) for pair in zip(boxes, functions)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(None if deadline is None else max(deadline - time.monotonic(), 0))
-    return boxes
 
 
 def within(deadline, what, function):
@@ -291,10 +112,10 @@ def within(deadline, what, function):
     return box["value"]
 
 
-def check_budgets(settings, result):
+def check_budgets(result):
     """Before each request: Stop when a budget has run out, so that no turn is cut in half."""
-    limits = settings.limits
-    if settings.deadline and time.monotonic() >= settings.deadline:
+    limits = result.limits
+    if result.deadline and time.monotonic() >= result.deadline:
         raise Stop("deadline")
     if result.steps >= limits.max_steps:
         raise Stop("step_limit")
@@ -306,20 +127,20 @@ def check_budgets(settings, result):
         raise Stop("invalid_output", f"{result.bad_answers} answers did not fit the output schema")
 
 
-def ask(settings, result):
-    """One request; its usage (the server's, or an estimate) is added to the result, and the reply traced."""
+def ask(result):
+    """One request; its usage (the server's, or an estimate) is added to the result, and the reply recorded."""
     result.steps += 1
-    tools, options = TOOLS, dict(settings.options)
+    tools, options = TOOLS, dict(result.options)
     if result.steps > 1 or result.bad_answers:  # a forced tool choice, held on, would never let it answer
         options.pop("tool_choice", None)
-    if settings.output is not None:
-        tools = [*TOOLS, {"type": "function", "function": {"name": FINAL_TOOL, "parameters": settings.output,
+    if result.schema is not None:
+        tools = [*TOOLS, {"type": "function", "function": {"name": FINAL_TOOL, "parameters": result.schema,
                                                            "description": "Give your final answer, in this shape."}}]
         if result.bad_answers:
             options["tool_choice"] = {"type": "function", "function": {"name": FINAL_TOOL}}
-    response = within(settings.deadline, "the model", partial(chat, result.messages, tools=tools,
-                                                              backend=settings.backend, on_note=note,
-                                                              on_text=settings.on_text, options=options))
+    response = within(result.deadline, "the model", partial(chat, result.messages, tools=tools,
+                                                            backend=result.backend, on_note=result.on_note,
+                                                            on_text=result.on_text, options=options))
     choice = response.choices[0]
     message = choice.message
     for call in message.tool_calls or []:  # the API pairs calls and results by id: each needs its own
@@ -338,8 +159,8 @@ def ask(settings, result):
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
     for name in result.usage:
         result.usage[name] += usage[name]
-    settings.trace.record("reply", step=result.steps, finish_reason=choice.finish_reason, usage=usage,
-                          calls=[] if ending else [call.id for call in message.tool_calls or []])
+    result.record("reply", step=result.steps, finish_reason=choice.finish_reason, usage=usage,
+                  calls=[] if ending else [call.id for call in message.tool_calls or []])
     if ending:  # nothing in it runs (its calls may be half written); its text is the answer
         result.answer = message.content or message.refusal or ""
         result.messages.append({"role": "assistant", "content": result.answer})
@@ -349,28 +170,28 @@ def ask(settings, result):
     return message
 
 
-def decide(settings, result, call, args):
+def decide(result, call, args):
     """What one call will do, its arguments as check_call() gave them (or its BadCall), and whether it needed a
-    yes: (an action to run, or its outcome (text, failed) when nothing is to run, approved). Deciding and the
+    yes: (an action to run, or its outcome (text, failed) when nothing is to run, asked). Deciding and the
     person's answer are both on the run's clock."""
     name, arguments = call.function.name, call.function.arguments
-    final = name == FINAL_TOOL and settings.output is not None
+    final = name == FINAL_TOOL and result.schema is not None
     if not final:  # the answer is shown as the answer, not as a call
-        say(shown(f"[{result.steps}] {name} {one_line(arguments or '')}"), settings.deadline)
+        result.on_call(result.steps, name, arguments or "")
     result.tool_calls += 1
-    if result.tool_calls > settings.limits.max_tool_calls:
-        return (f"error: not run: past the budget of {settings.limits.max_tool_calls} tool calls a run", True), False
+    if result.tool_calls > result.limits.max_tool_calls:
+        return (f"error: not run: past the budget of {result.limits.max_tool_calls} tool calls a run", True), False
     if final:
-        return final_answer(settings, result, args), False
+        return final_answer(result, args), False
     try:
         if isinstance(args, BadCall):
             raise args
         tool = REGISTRY[name]
-        action, question = within(settings.deadline, "the harness to decide the call", partial(
-            plan, settings.policy, tool, args, settings.deadline))
-        if not question or tool["kind"] in settings.policy.unasked:  # approved in advance (--yes) is approved
+        action, question = within(result.deadline, "the harness to decide the call", partial(
+            plan, result.policy, tool, args, result.deadline))
+        if not question or tool["kind"] in result.policy.unasked:  # approved in advance (--yes) is approved
             return action, bool(question)
-        if not within(settings.deadline, "your answer", partial(said_yes, settings.approve, question)):
+        if not within(result.deadline, "your answer", partial(said_yes, result.approve, question)):
             return (DECLINED, True), True
         return action, True
     except Stop:
@@ -381,13 +202,13 @@ def decide(settings, result, call, args):
         return (f"error: {name} failed: {type(error).__name__}: {error}", True), False
 
 
-def final_answer(settings, result, args):
+def final_answer(result, args):
     """(text, failed) for a call of FINAL_TOOL: its checked arguments become result.output when they fit (and the
     model class validates them); else the model reads what is wrong, and it counts in result.bad_answers."""
     try:
         if isinstance(args, BadCall):
             raise args
-        result.output = settings.model.model_validate(args) if settings.model else args
+        result.output = result.model.model_validate(args) if result.model else args
     except (BadCall, ValueError) as error:  # ValueError: pydantic's ValidationError, for what a schema cannot say
         result.bad_answers += 1
         return f"error: {error}. Call {FINAL_TOOL} again with an answer that fits.", True
@@ -395,12 +216,12 @@ def final_answer(settings, result, args):
     return "accepted: that is the final answer", False
 
 
-def answer(settings, result, call, text, failed, seconds=None):
-    """The call's tool message, and its trace record."""
+def answer(result, call, text, failed, seconds=None):
+    """The call's tool message, and its record."""
     result.messages.append({"role": "tool", "tool_call_id": call["id"], "content": text})
     timing = {} if seconds is None else {"seconds": round(seconds, 3)}
-    settings.trace.record("tool", id=call["id"], name=call["function"]["name"],
-                          arguments=call["function"]["arguments"], is_error=failed, result=text, **timing)
+    result.record("tool", id=call["id"], name=call["function"]["name"], arguments=call["function"]["arguments"],
+                  is_error=failed, result=text, **timing)
 
 
 def outcome(call, box):
@@ -448,22 +269,22 @@ def repeated(result, calls, checked):
     return told
 
 
-def run_tools(settings, result, calls):
+def run_tools(result, calls):
     """Check each call once, hold back one made again and again, decide every other (every question asked
     first), then run side by side the calls nobody was asked about, then the approved ones: nothing a person
     agreed to runs beside a checked call."""
     checked = {}
-    tools = {**REGISTRY, **({FINAL_TOOL: {"parameters": settings.output}} if settings.output else {})}
+    tools = {**REGISTRY, **({FINAL_TOOL: {"parameters": result.schema}} if result.schema else {})}
     for call in calls:  # each call held to its schema once; one that breaks it keeps the BadCall that says how
         try:
             checked[call.id] = check_call(call.function.name, call.function.arguments, tools)
         except BadCall as error:
             checked[call.id] = error
     told = repeated(result, calls, checked)
-    decided = [((told[call.id], True), False) if call.id in told else decide(settings, result, call, checked[call.id])
+    decided = [((told[call.id], True), False) if call.id in told else decide(result, call, checked[call.id])
                for call in calls]
     boxes = {}
-    until = settings.deadline and settings.deadline + GRACE
+    until = result.deadline and result.deadline + GRACE
     for asked in (False, True):
         batch = [(at, action) for at, (action, was_asked) in enumerate(decided)
                  if callable(action) and was_asked == asked]
@@ -472,35 +293,35 @@ def run_tools(settings, result, calls):
     for at, call in enumerate(result.messages[-1]["tool_calls"]):
         action = decided[at][0]
         text, failed = outcome(call, boxes[at]) if callable(action) else action  # nothing to run: its outcome
-        answer(settings, result, call, capped(guards.mask(settings.policy, text)), failed,
-               boxes[at].get("seconds") if callable(action) else None)
-    if settings.deadline and time.monotonic() >= settings.deadline:
+        answer(result, call, truncate(guards.mask(result.policy, text)), failed,
+               boxes[at].get("seconds", 0) if callable(action) else None)
+    if result.deadline and time.monotonic() >= result.deadline:
         raise Stop("deadline", "the deadline passed while tools were running")
 
 
-def answer_every_call(settings, result):
+def answer_every_call(result):
     """Give each call left without a tool message an error, so the conversation is one an API accepts."""
     answered = {message["tool_call_id"] for message in result.messages if message["role"] == "tool"}
     for message in list(result.messages):
         for call in message.get("tool_calls") or []:
             if call["id"] not in answered:
-                answer(settings, result, call, f"error: not run: the run ended first ({result.status})", True)
+                answer(result, call, f"error: not run: the run ended first ({result.status})", True)
 
 
-def loop(settings, result):
+def loop(result):
     """Phase 1's loop, each step named: check the budgets, ask, answer or run the tools; an empty answer gets
     one nudge, a second ends the run. With an output schema, the answer is a call of FINAL_TOOL: words are sent
     back."""
     nudged = False
     while True:
-        check_budgets(settings, result)
-        message = ask(settings, result)
+        check_budgets(result)
+        message = ask(result)
         result.messages.append(assistant_message(message))
         if message.tool_calls:
-            run_tools(settings, result, message.tool_calls)
+            run_tools(result, message.tool_calls)
             if result.output is not None:
                 return
-        elif settings.output is not None:  # words, where a shape was asked for
+        elif result.schema is not None:  # words, where a shape was asked for
             result.bad_answers += 1
             result.messages.append({"role": "user", "content": f"Give your final answer by calling {FINAL_TOOL}."})
         elif (message.content or "").strip():
@@ -513,34 +334,47 @@ def loop(settings, result):
             nudged = True
 
 
-def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=None, history=None, policy=None,
-        on_text=None, options=None, output=None):
+def finish(result, started, since=None):
+    """However the run ended: every command stopped, every call answered, the time taken, the end recorded.
+    since (shell.ticks() at the start) is when to reap from, with no sandbox, what left a command's group."""
+    for process in list(shell.RUNNING):  # nothing a command started outlives the run
+        shell.stop(process)
+    if not (result.policy and result.policy.sandbox):  # nor what left its group (setsid), even after a Ctrl-C
+        shell.reap(since)
+    result.seconds = time.monotonic() - started
+    try:
+        if result.status != "answered":
+            answer_every_call(result)
+        result.record("end", status=result.status, answer=result.answer, steps=result.steps,
+                      tool_calls=result.tool_calls, usage=result.usage, seconds=round(result.seconds, 3))
+    except Stop as stop:  # the trace failed at the end: say so
+        result.status, result.error = stop.status, stop.error
+    return result
+
+
+def run(task, backend=None, approve=ignore, limits=None, started=None, history=None, policy=None,
+        on_call=ignore, record=ignore, on_note=ignore, on_text=None, options=None, output=None):
     """Run one task to its end and return a Result: status, answer, error, counts, the whole conversation.
     history (an earlier result's messages) goes on from there; started (a time.monotonic()) starts the deadline;
-    on_text, when given, hears the model's text as it streams; options go into the requests (tool_choice into the
-    first only); output, a JSON schema (a dict) or a Pydantic model class, is the shape result.output must fit."""
-    started = started or time.monotonic()
+    options go into the requests (tool_choice into the first only); output, a JSON schema (a dict) or a Pydantic
+    model class, is the shape result.output must fit."""
+    started, since = started or time.monotonic(), shell.ticks()
     limits = limits or Limits()
-    result = Result(messages=list(history or []))
-    result.used_ids.update(m["tool_call_id"] for m in result.messages if m.get("tool_call_id"))  # history's
-    settings = Settings(backend, approve, limits, started + limits.deadline if limits.deadline else None,
-                        policy, Trace(None, None), on_text, dict(options or {}))
+    result = Result(backend, policy, limits, started + limits.deadline if limits.deadline else None,
+                    approve, on_call, record, on_note, on_text, dict(options or {}), messages=list(history or []))
     if hasattr(output, "model_json_schema"):  # a Pydantic model class: its schema, and its own rules
-        settings.output, settings.model = output.model_json_schema(), output
+        result.schema, result.model = output.model_json_schema(), output
     else:
-        settings.output = output
+        result.schema = output
+    result.used_ids.update(m["tool_call_id"] for m in result.messages if m.get("tool_call_id"))  # history's
     try:
-        settings.policy = policy = policy or guards.policy()
-        settings.trace = Trace(trace, policy)
-        settings.backend = backend = backend or choose()
-        if policy.why_none:
-            tell(f"note: no sandbox ({policy.why_none}), so every command that is not plainly read-only asks, "
-                 "even under --yes; --sandbox off says you accept that")
+        result.policy = result.policy or guards.policy()
+        result.backend = result.backend or choose()
         if not result.messages:
-            result.messages.append({"role": "system", "content": SYSTEM.format(workspace=policy.workspace)})
+            result.messages.append({"role": "system", "content": SYSTEM})
         result.messages.append({"role": "user", "content": task})
-        settings.trace.record("start", task=task, backend=backend["name"], model=backend["model"])
-        loop(settings, result)
+        record("start", task=task, backend=result.backend["name"], model=result.backend["model"])
+        loop(result)
         result.status = "answered"
     except Stop as stop:
         result.status, result.error = stop.status, stop.error
@@ -550,161 +384,9 @@ def run(task, backend=None, approve=ask_user, limits=None, trace=None, started=N
         result.status = "interrupted"
     except Exception as error:  # a fault of ours or of a library: a status, not a traceback
         result.status, result.error = "internal_error", f"{type(error).__name__}: {error}"
-    for process in list(shell.RUNNING):  # nothing a command started outlives the run
-        shell.stop(process)
-    result.seconds = time.monotonic() - started
-    try:
-        if result.status != "answered":
-            answer_every_call(settings, result)
-        settings.trace.record("end", status=result.status, answer=result.answer, steps=result.steps,
-                              tool_calls=result.tool_calls, usage=result.usage, seconds=round(result.seconds, 3))
-    except Stop as stop:
-        result.status, result.error = stop.status, stop.error
-    return result
-
-
-def report(result, deadline=None, streamed=False):
-    """The answer (or `stopped: ...`) on stdout, unless it was streamed there already; the error and a one-line
-    summary on stderr. An answer nobody could see is no success: its status becomes the output's."""
-    try:
-        if result.output is not None:  # JSON text of printable ASCII: nothing to make safe
-            say(result.answer, deadline)
-        elif result.answer and not streamed:  # a reply that ended the run is shown too
-            say("\n".join(shown(line) for line in result.answer.split("\n")), deadline)  # its own line breaks only
-        elif MID_LINE[0]:
-            say("", deadline)  # the streamed text ends its line
-        if result.status != "answered":
-            say(f"stopped: {result.status.replace('_', ' ')}", deadline)
-    except Stop as stop:
-        if result.status == "answered":
-            result.status = stop.status
-        result.error = "; ".join(filter(None, (result.error, stop.error)))
-    if result.error:
-        tell(f"error: {result.error}")
-    tell(f"{result.status}: {result.steps} steps, {result.tool_calls} tool calls, {result.usage['total_tokens']} "
-         f"tokens, {result.seconds:.1f} s")
-
-
-def above_zero(kind):
-    """An argparse type: a number of this kind above 0 (NaN is not)."""
-    def parse(text):
-        try:
-            number = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if math.isnan(number) or not number > 0:
-            raise argparse.ArgumentTypeError(f"{text} is not above 0")
-        return number
-    return parse
-
-
-def refuse_constant(word):
-    """json.loads' parse_constant: NaN and Infinity are Python's, not JSON's."""
-    raise ValueError(f"{word} is not JSON")
-
-
-def unusable(schema, where="the schema"):
-    """Why answers could not be checked against this schema (check_call()'s problem() checks only SCHEMA_WORDS),
-    or None. It must describe an object at the top."""
-    if not isinstance(schema, dict):
-        return f"{where} is not a JSON object"
-    if where == "the schema" and schema.get("type") != "object":
-        return f'{where} must describe an object ("type": "object")'
-    for word, value in schema.items():
-        if word not in SCHEMA_WORDS:
-            return f"{where} uses {word}, which is not checked here"
-        if not isinstance(value, SCHEMA_WORDS[word]):
-            return f"{where} has a {word} that is no {SCHEMA_WORDS[word].__name__}"
-    if "type" in schema and schema["type"] not in JSON_TYPES:
-        return f"{where} has a type {schema['type']!r} that JSON does not have"
-    if not all(isinstance(name, str) for name in schema.get("required", [])):
-        return f"{where} has a required that is not a list of names"
-    for name, part in schema.get("properties", {}).items():
-        why = unusable(part, f"{where}.{name}")
-        if why:
-            return why
-    return unusable(schema["items"], f"{where}[]") if "items" in schema else None
-
-
-def arguments(argv=None):
-    parser = argparse.ArgumentParser(description="Give the model a task and let it use the tools.")
-    parser.add_argument("task", nargs="+", help="what to do, in words")
-    parser.add_argument("--backend", help="groq, openai, ollama or demo (default: $BACKEND, else by key)")
-    parser.add_argument("--model", help="model name (default: $MODEL, else the backend's)")
-    parser.add_argument("--base-url", help="an OpenAI-compatible server (default: $BASE_URL, else the backend's)")
-    parser.add_argument("--workspace", default=".", help="the only folder the tools may touch (default: here)")
-    parser.add_argument("--yes", action="store_true", help="run every command without asking, in the sandbox")
-    parser.add_argument("--sandbox", choices=("workspace-write", "read-only", "off"), default="workspace-write",
-                        help="what an approved command may write (default: the workspace); off: no bubblewrap")
-    parser.add_argument("--max-steps", type=above_zero(int), default=MAX_STEPS, help="requests to the model")
-    parser.add_argument("--max-tool-calls", type=above_zero(int), default=MAX_TOOL_CALLS, help="tool calls")
-    parser.add_argument("--max-tokens", type=above_zero(int), help="tokens, sent and received (default: no limit)")
-    parser.add_argument("--deadline", type=above_zero(float), help="seconds for the whole run (default: none)")
-    parser.add_argument("--trace", help="append a JSON line for every reply, call and the end to this file")
-    parser.add_argument("--stream", action="store_true", help="print the model's text as it comes")
-    parser.add_argument("--output-schema", metavar="FILE", help="a JSON schema the answer must fit, printed as JSON")
-    parser.add_argument("--tool-choice", choices=("auto", "none", "required"), help="for the first request")
-    parser.add_argument("--no-parallel-tool-calls", action="store_true", help="one tool call a turn")
-    args = parser.parse_args(argv)
-    args.options = {**({"tool_choice": args.tool_choice} if args.tool_choice else {}),
-                    **({"parallel_tool_calls": False} if args.no_parallel_tool_calls else {})}
-    if args.output_schema:
-        file = args.output_schema
-        try:
-            args.output_schema = json.loads(Path(file).read_text(encoding="utf-8"), parse_constant=refuse_constant)
-            why = unusable(args.output_schema)
-        except (OSError, ValueError) as error:
-            why = f"cannot be read as JSON: {error}"
-        if why:
-            parser.error(f"--output-schema {file}: {why}")
-    # bytes that are no UTF-8 become \ufffd
-    args.task = " ".join(args.task).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    if not Path(args.workspace).is_dir():
-        parser.error(f"--workspace {args.workspace}: no such folder")
-    return args
-
-
-def on_signals(handler):
-    """handler for every signal that ends a run (SIGNAL_EXIT)."""
-    for number in SIGNAL_EXIT:
-        signal.signal(number, handler)
-
-
-def main(argv=None):
-    received = []  # the signals that came, in order
-
-    def interrupted(number, frame):  # the first signal ends the run; one while it closes is only noted
-        received.append(number)
-        if len(received) == 1:
-            raise KeyboardInterrupt
-        tell(f"note: signal {number} while the run closes; it ends as soon as it can")
-
-    on_signals(interrupted)
-    try:
-        args = arguments(argv)
-        try:
-            backend = choose(args.backend, args.model, args.base_url)
-        except BackendError as error:
-            tell(f"error: {error}")
-            return 1
-        deadline = STARTED + args.deadline if args.deadline else None
-        result = run(args.task, backend, started=STARTED, trace=args.trace,
-                     limits=Limits(args.max_steps, args.max_tool_calls, args.max_tokens, args.deadline),
-                     policy=guards.policy(args.workspace, args.yes, args.sandbox, args.trace),
-                     on_text=partial(stream_text, deadline) if args.stream else None,
-                     options=args.options, output=args.output_schema)
-    except KeyboardInterrupt:  # before the run began
-        return SIGNAL_EXIT.get(received[0], 130) if received else 130
-    on_signals(signal.SIG_IGN)  # the run is over: a late signal changes nothing
-    if received or deadline:  # the terminal may be what the run was stuck in
-        deadline = max(deadline or 0, time.monotonic()) + GRACE
-    report(result, deadline, args.stream)
-    code = SIGNAL_EXIT.get(received[0], 130) if result.status == "interrupted" and received else \
-        EXIT_CODES[result.status]
-    if BLOCKED:  # a thread still waits in a write, holding the output's lock: Python's last flush would wait too
-        os._exit(code)
-    return code
+    return finish(result, started, since)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    import cli
+    cli.main(started=STARTED)

@@ -33,6 +33,7 @@ PROBE = 10  # seconds server/discover may take; silence then means an older serv
 GRACE = 1  # seconds a server has to exit once its stdin is closed
 MAX_WAITING = 100  # lines read and not yet taken; then the reader waits, and so does the server
 MAX_LINE = 4_000_000  # bytes of one message; a longer line is no message
+MAX_STDERR = 100_000  # bytes of a server's stderr kept for the trace (which cuts it further)
 MAX_PAGES = 100  # pages of tools/list followed; a server that never ends its list is refused
 
 
@@ -80,7 +81,7 @@ class Server:
     """One MCP server, started at once in a session of its own; its stdout lines are queued by a thread."""
 
     def __init__(self, name, argv, env=None, stderr=None, cwd=None):
-        self.name, self.argv, self.version, self.info = name, argv, None, {}
+        self.name, self.argv, self.version, self.info, self.stderr = name, argv, None, {}, stderr
         self.lines = queue.Queue(MAX_WAITING)
         self.lock = threading.Lock()  # one request at a time: threads take turns
         self.last_id = 0
@@ -220,6 +221,16 @@ class Server:
         else:
             text = json.dumps(result.get("structuredContent", ""))
         return text, bool(result.get("isError"))
+
+
+def stop_all(servers, record):
+    """End every server, then record what each wrote on stderr (its first MAX_STDERR bytes), masked by record."""
+    for server in servers:
+        server.close()
+    for server in servers:
+        server.stderr.seek(0)
+        record("mcp", server=server.name, stderr=server.stderr.read(MAX_STDERR).decode("utf-8", errors="replace"))
+        server.stderr.close()
 
 
 def main(argv):

@@ -1,6 +1,6 @@
 """Phase 12 (learner's version): run one command in a box of its own.
 
-A clean environment, an empty stdin, a timeout, capped output, its own process group; with bubblewrap, new
+A clean environment, an empty stdin, a timeout, truncate output, its own process group; with bubblewrap, new
 namespaces (no network, its own processes) and only the places the policy names. Try:
     python -c "import guards, shell; print(shell.run(['sh', '-c', 'env'], guards.policy('play')))"
 """
@@ -18,7 +18,7 @@ import guards
 
 TIMEOUT = 10  # seconds a command may run; then it is stopped with everything it started
 MAX_OUTPUT = 1_000_000  # bytes of output after which a command is stopped: it prints without end
-KEEP = 8000  # bytes of output kept for the result (tools.capped() cuts it further)
+KEEP = 4000  # bytes of output kept for the result (tools.truncate() cuts it further)
 VARIABLES = ("LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "SYSTEMROOT", "COMSPEC", "PATHEXT")  # all a command gets
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")  # what a sandboxed command may read
 NEW_GROUP = ({"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt"
@@ -116,9 +116,31 @@ def started(pid):
     return int(fields[19]) if fields else None
 
 
+def ticks():
+    """Now, in the clock ticks started() counts in (Linux), or None elsewhere."""
+    if not os.path.isdir("/proc"):
+        return None
+    try:
+        return int(float(Path("/proc/uptime").read_text().split()[0]) * os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError):
+        return None
+
+
+def remove(made, workspace):
+    """Take away the repositories a command made (git would run their config later, outside any sandbox);
+    say so."""
+    for place in made:
+        if place.is_dir() and not place.is_symlink():
+            shutil.rmtree(place, ignore_errors=True)
+        else:
+            place.unlink(missing_ok=True)
+    names = ", ".join(sorted(str(place.relative_to(workspace)) for place in made))
+    return f"removed {names}, which it made: a command may not make a git repository (git init is yours to run)"
+
+
 def reap(since):
-    """End every process that came back to the harness and started at or after `since`."""
-    if not os.path.isdir("/proc"):  # not Linux: a process group is all there is
+    """End every process that came back to the harness and started at or after `since` (clock ticks)."""
+    if since is None or not os.path.isdir("/proc"):  # not Linux: a process group is all there is
         return
     with LISTING:
         running = {process.pid for process in RUNNING}
@@ -145,11 +167,13 @@ def stop(process):
             os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    process.wait()  # once it is gone, what it started in a session of its own has come back to the harness
 
 
 def run(argv, policy, write=False, deadline=None):
     """Run argv in the workspace, in the sandbox when there is one; return `exit code N` and its output.
     It waits TIMEOUT seconds or until the run's deadline (a time.monotonic()), whichever comes first."""
+    before = guards.repositories(policy.workspace) if write else None
     if policy.sandbox:
         argv = sandboxed(argv, policy, write)
     elif sys.platform == "linux":
@@ -162,7 +186,7 @@ def run(argv, policy, write=False, deadline=None):
         except OSError as error:
             return f"error: the command could not start: {error}"
         RUNNING.add(process)
-    since = started(process.pid) if sys.platform == "linux" else None
+    since = started(process.pid)
     kept, reason = bytearray(), None
 
     def read():
@@ -182,13 +206,16 @@ def run(argv, policy, write=False, deadline=None):
     try:
         code = process.wait(timeout)
     except subprocess.TimeoutExpired:
-        why = f"TIMEOUT = {TIMEOUT} s" if timeout == TIMEOUT else "the run's deadline"
-        reason = f"timed out after {time.monotonic() - began:.1f} s ({why})"
-    stop(process)  # what it left running in its group ends with it
-    if since is not None and not policy.sandbox:
-        reap(since)
+        reason = f"timed out after {timeout:.1f} s" + ("" if timeout == TIMEOUT else " (the run's deadline)")
+    finally:
+        stop(process)  # what it left running in its group ends with it
+        if not policy.sandbox:
+            reap(since)
     process.wait()
     reader.join(5)
     RUNNING.discard(process)
     output = kept.decode("utf-8", errors="replace")
-    return f"error: {reason}\n{output}" if reason else f"exit code {code}\n{output}"  # a stopped one has none
+    status = f"error: {reason}" if reason else f"exit code {code}"  # a stopped one has none
+    if before is not None and (made := guards.repositories(policy.workspace) - before):
+        status += f"; {remove(made, policy.workspace)}"
+    return f"{status}\n{output}"

@@ -13,16 +13,16 @@ from guards import Refused
 
 REGISTRY = {}
 TOOLS = []
-RESULT_LIMIT = 4000  # characters of one result the model gets, the note about the rest included
+MAX_CHARS = 4000  # characters of one result the model gets, the note about the rest included
 MAX_COMMAND = 10_000  # characters of a command a person can still be asked to read
 TIMEOUT = 30  # seconds a command may run before it is stopped
 
 
-def capped(text):
-    """text, or its start and a note of how much was left out, within RESULT_LIMIT characters."""
-    if len(text) <= RESULT_LIMIT:
+def truncate(text):
+    """text, or its start and a note of how much was left out, within MAX_CHARS characters."""
+    if len(text) <= MAX_CHARS:
         return text
-    keep = RESULT_LIMIT - 60
+    keep = MAX_CHARS - 60
     return f"{text[:keep]}\n[{len(text) - keep} more characters left out]"
 
 
@@ -58,7 +58,7 @@ def list_dir(policy, path="."):
 @tool("Read a UTF-8 text file in the workspace and return its content (at most 4000 characters).",
       path=("string", "The file to read, relative to the workspace.", True))
 def read_file(policy, path):
-    return capped(guards.inside_workspace(policy, path).read_text(encoding="utf-8", errors="replace"))
+    return truncate(guards.inside_workspace(policy, path).read_text(encoding="utf-8", errors="replace"))
 
 
 def decide_command(policy, command):
@@ -82,4 +82,4 @@ def run_shell(policy, command, shell=True):
                               capture_output=True, encoding="utf-8", errors="replace", timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
         return f"error: the command was stopped after TIMEOUT = {TIMEOUT} seconds"
-    return capped(f"exit code {done.returncode}\n{done.stdout}{done.stderr}")
+    return truncate(f"exit code {done.returncode}\n{done.stdout}{done.stderr}")

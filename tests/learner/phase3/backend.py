@@ -1,10 +1,13 @@
 """Phase 1 (learner's version): complete() sends one prompt, chat() a conversation with tools.
 
-Run:  python backend.py ["your prompt"]   (harness.py uses chat())
+Run:  python backend.py ["your prompt"]   (harness.py uses chat(), and sends each reply back as assistant_message())
 Picks Groq, OpenAI, Ollama or any OpenAI-compatible server from BACKEND / keys / MODEL / BASE_URL (see
 .env.example); with no key it starts the offline demo model (demo_model.py in the repository) and says so.
 """
+import json
+import functools
 import os
+import socket
 import sys
 import urllib.request
 from pathlib import Path
@@ -24,6 +27,8 @@ BACKENDS = {
     "demo": {"base_url": None, "key_var": None, "model": "demo"},  # demo_model.py, launched when needed
 }
 KEYED = [name for name, spec in BACKENDS.items() if spec["key_var"]]
+TIMEOUT = 60  # seconds to wait for the server at each step (connecting, each piece of the reply)
+PROMPT = "Say hello in one short sentence."  # what python backend.py sends with no words
 THIS_MACHINE = {"localhost", "127.0.0.1", "::1"}  # reached directly, whatever proxy the environment names
 
 
@@ -36,7 +41,7 @@ def setting(name):
     return os.environ.get(name) or None
 
 
-def launch_offline_model():
+def start_demo():
     """Start demo_model.py (found in this folder or a parent) on 127.0.0.1 and return its base URL."""
     for folder in (HERE, *HERE.parents):
         if (folder / "demo_model.py").is_file():
@@ -50,7 +55,7 @@ def launch_offline_model():
     return demo_model.start().url
 
 
-def checked_url(url):
+def usable_url(url):
     """BASE_URL as given (spaces around it dropped), or None when unset; a BackendError when it is no http(s) URL."""
     url = (url or "").strip() or None
     if url and (urlparse(url).scheme not in ("http", "https") or not urlparse(url).netloc):
@@ -59,18 +64,24 @@ def checked_url(url):
     return url
 
 
+def first_backend_with_a_key(base_url=None):
+    """(the first backend whose API key is set, ""), else ("demo", the note that says so, for the front door)."""
+    name = next((n for n in KEYED if setting(BACKENDS[n]["key_var"])), "demo")
+    if name != "demo":
+        return name, ""
+    looked = " and ".join(BACKENDS[n]["key_var"] for n in KEYED)
+    target = (f"the server at {base_url} (your BASE_URL), with no key" if base_url else
+              "the offline demo model, which only understands simple file tasks")
+    return name, (f"note: no API key found (looked for {looked} in {ENV_FILE} and the environment), so this runs "
+                  f"on {target}.")
+
+
 def choose(name=None, model=None, base_url=None):
     """Decide which server, key and model to use; the arguments win over the environment."""
-    base_url = checked_url(base_url or setting("BASE_URL"))
-    name = name or setting("BACKEND")
+    base_url = usable_url(base_url or setting("BASE_URL"))
+    name, note = name or setting("BACKEND"), ""
     if not name:
-        name = next((n for n in KEYED if setting(BACKENDS[n]["key_var"])), "demo")
-        if name == "demo":
-            looked = " and ".join(BACKENDS[n]["key_var"] for n in KEYED)
-            target = (f"the server at {base_url} (your BASE_URL), with no key" if base_url else
-                      "the offline demo model, which only understands simple file tasks")
-            print(f"note: no API key found (looked for {looked} in {ENV_FILE} and the environment), so this runs "
-                  f"on {target}.", file=sys.stderr)
+        name, note = first_backend_with_a_key(base_url)
     if name not in BACKENDS:
         raise BackendError(f"BACKEND={name!r} is not a backend I know. Use one of: {', '.join(BACKENDS)} "
                            "(or leave BACKEND unset to pick by the key you have).")
@@ -83,14 +94,15 @@ def choose(name=None, model=None, base_url=None):
                            "or unset BACKEND to fall back on the offline demo model.")
     return {
         "name": name,
-        "base_url": base_url or spec["base_url"] or launch_offline_model(),
+        "base_url": base_url or spec["base_url"] or start_demo(),
         "api_key": api_key or "none",  # servers without keys still want some string
         "model": model or setting("MODEL") or spec["model"],
         "url_given": bool(base_url),
+        "note": note,  # why this backend, when no key was found ("" otherwise)
     }
 
 
-def server_label(backend):
+def where(backend):
     """How to name the server in a message: whose it is and where."""
     url, name = backend["base_url"], backend["name"]
     if backend.get("url_given"):
@@ -112,7 +124,7 @@ def provider_words(error):
     return words if words.rstrip().endswith((".", "!", "?")) else words.rstrip() + "."
 
 
-def proxy_in_the_way(url):
+def proxy_for(url):
     """The proxy the environment routes url through (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY), or None."""
     host, scheme = urlparse(url).hostname, urlparse(url).scheme
     if host in THIS_MACHINE or urllib.request.proxy_bypass(host):
@@ -121,17 +133,36 @@ def proxy_in_the_way(url):
     return found.get(scheme) or found.get("all")
 
 
-def explain_failure(error, backend):
+def cause(error):
+    """Why a connection failed, in a few words, from the exceptions under the package's."""
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, ConnectionRefusedError):
+            return "Connection refused"
+        if isinstance(error, socket.gaierror):
+            return "name not found (DNS)"
+        if isinstance(error, (TimeoutError, socket.timeout)) or "timeout" in type(error).__name__.lower():
+            return "timed out"
+        if isinstance(error, OSError) and error.errno in (101, 113):  # ENETUNREACH, EHOSTUNREACH
+            return "no network"
+        response = getattr(error, "response", None)
+        if response is not None and getattr(response, "status_code", None):
+            return f"the server answered {response.status_code}"
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return "the connection failed"
+
+
+def explain(error, backend):
     """One paragraph: which server (or proxy), what went wrong, what to change."""
-    where = server_label(backend)
-    proxy = proxy_in_the_way(backend["base_url"])
+    place = where(backend)
+    proxy = proxy_for(backend["base_url"])
     if proxy and not isinstance(getattr(error, "body", None), dict):  # providers answer in JSON, proxies do not
-        return (f"The proxy {proxy} from your environment did not pass the request on to {where} ({error}). "
+        return (f"The proxy {proxy} from your environment did not pass the request on to {place} ({cause(error)}). "
                 "Fix the proxy, or unset HTTPS_PROXY, HTTP_PROXY and ALL_PROXY.")
     if isinstance(error, openai.APIConnectionError):
         fix = ("Check or unset BASE_URL." if backend.get("url_given") else
                "Check your network, or for Ollama start `ollama serve`.")
-        return f"Could not reach {where}: {str(error).rstrip('.')}. {fix}"
+        return f"Could not reach {place}: {cause(error)}. {fix}"
     if isinstance(error, openai.APIStatusError):
         status, said = error.status_code, provider_words(error)
         key_var = BACKENDS.get(backend["name"], {}).get("key_var") or "API_KEY"
@@ -141,29 +172,19 @@ def explain_failure(error, backend):
                  429: "You are sending too much; wait a little and try again."}
         fix = hints.get(status, "The server refused this request; the request itself needs fixing."
                         if status < 500 else "The server had trouble; try again later.")
-        return f"{where} answered {status}: {said} {fix}"
-    return f"{where} sent something that is not a chat completion ({error}). Check BASE_URL."
+        return f"{place} answered {status}: {said} {fix}"
+    return f"{place} sent something that is not a chat completion ({error}). Check BASE_URL."
 
 
+@functools.cache
 def client(base_url, api_key):
-    """An OpenAI client for any compatible server (no silent retries: failures show at once). A proxy from the
+    """An OpenAI client for any compatible server, one a server: it keeps its connection. A proxy from the
     environment is for the outside world: a server on this machine is reached directly."""
     try:
         http = openai.DefaultHttpxClient(trust_env=urlparse(base_url).hostname not in THIS_MACHINE)
     except ImportError as missing:  # ALL_PROXY=socks5://... without the socksio package
         raise BackendError(f"The proxy in your environment needs a package that is not installed: {missing}") from None
-    return openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, http_client=http)
-
-
-def complete(prompt, backend=None):
-    """Send one prompt and return the reply's text."""
-    backend = backend or choose()
-    try:
-        response = client(backend["base_url"], backend["api_key"]).chat.completions.create(
-            model=backend["model"], messages=[{"role": "user", "content": prompt}])
-    except openai.APIError as error:
-        raise BackendError(explain_failure(error, backend)) from None
-    return response.choices[0].message.content
+    return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=TIMEOUT, http_client=http)
 
 
 def chat(messages, tools=None, backend=None):
@@ -175,13 +196,40 @@ def chat(messages, tools=None, backend=None):
         return client(backend["base_url"], backend["api_key"]).chat.completions.create(
             model=backend["model"], messages=messages, **extra)
     except openai.APIError as error:
-        raise BackendError(explain_failure(error, backend)) from None
+        raise BackendError(explain(error, backend)) from None
+
+
+def complete(prompt, backend=None):
+    """Send one prompt and return the reply's text."""
+    return chat([{"role": "user", "content": prompt}], backend=backend).choices[0].message.content
+
+
+def valid_json(arguments):
+    """The call's arguments as JSON text the server will accept back ("{}" if they are not JSON)."""
+    try:
+        json.loads(arguments)
+        return arguments
+    except (TypeError, ValueError):
+        return "{}"
+
+
+def assistant_message(message):
+    """The model's reply rebuilt by hand, as every server takes it back: SDK extras such as `reasoning` or
+    `refusal` are refused by Groq."""
+    plain = {"role": "assistant", "content": message.content or ""}
+    if message.tool_calls:
+        plain["tool_calls"] = [{"id": c.id, "type": "function", "function": {
+            "name": c.function.name, "arguments": valid_json(c.function.arguments)}} for c in message.tool_calls]
+    return plain
 
 
 def main(argv):
-    prompt = " ".join(argv) or "Say hello in one sentence."
+    prompt = " ".join(argv) or PROMPT
     try:
-        print(complete(prompt))
+        backend = choose()
+        if backend["note"]:
+            print(backend["note"], file=sys.stderr)
+        print(complete(prompt, backend))
     except BackendError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

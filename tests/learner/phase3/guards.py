@@ -256,16 +256,18 @@ def plain(policy, command):
     return [program, *words[1:]] if program else None
 
 
-def shown(text):
-    """text as it may reach a screen: printable ASCII as it is, anything else spelled out as Python writes it
-    (a backslash too), and a run of 40 spaces or more counted."""
+def shown(text, one_line=False):
+    """text as it may reach a screen: printable ASCII as it is, its line breaks too unless one_line, anything
+    else spelled out as Python writes it (a backslash too), and a run of 40 spaces or more counted."""
+    if not one_line:
+        return "\n".join(shown(line, one_line=True) for line in str(text).split("\n"))
     spelled = str(text).encode("unicode_escape").decode("ascii")
     return re.sub(r" {40,}", lambda run: f"\\{{{len(run.group())} spaces}}", spelled)
 
 
 def question(summary, *lines):
     """A question for a person, one shown() line per piece: nothing in it can break a line or redraw the screen."""
-    return "\n".join(shown(piece) for piece in (summary, *lines))
+    return "\n".join(shown(piece, one_line=True) for piece in (summary, *lines))
 
 
 def fit(text, rows, columns):

@@ -1,6 +1,6 @@
 """Phase 3 (learner's version): run one command in a box of its own.
 
-A clean environment, an empty stdin, a timeout, capped output, its own process group; with bubblewrap, new
+A clean environment, an empty stdin, a timeout, truncate output, its own process group; with bubblewrap, new
 namespaces (no network, its own processes) and only the places the policy names. Try:
     python -c "import guards, shell; print(shell.run(['sh', '-c', 'env'], guards.policy('play')))"
 """
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import guards
 
-TIMEOUT = 30  # seconds a command may run; then it is stopped with everything it started
+TIMEOUT = 10  # seconds a command may run; then it is stopped with everything it started
 MAX_OUTPUT = 1_000_000  # bytes of output after which a command is stopped: it prints without end
-KEEP = 8000  # bytes of output kept for the result (tools.capped() cuts it further)
+KEEP = 4000  # bytes of output kept for the result (tools.truncate() cuts it further)
 VARIABLES = ("LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "SYSTEMROOT", "COMSPEC", "PATHEXT")  # all a command gets
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")  # what a sandboxed command may read
 NEW_GROUP = ({"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt"
@@ -94,6 +94,7 @@ def stop(process):
             os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    process.wait()  # once it is gone, what it started in a session of its own has come back to the harness
 
 
 def run(argv, policy, write=False):

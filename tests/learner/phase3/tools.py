@@ -13,15 +13,15 @@ from guards import Refused
 
 REGISTRY = {}
 TOOLS = []
-RESULT_LIMIT = 4000  # characters of one result the model gets, the note about the rest included
+MAX_CHARS = 4000  # characters of one result the model gets, the note about the rest included
 MAX_COMMAND = 10_000  # characters of a command a person can still be asked to read
 
 
-def capped(text):
-    """text, or its start and a note of how much was left out, within RESULT_LIMIT characters."""
-    if len(text) <= RESULT_LIMIT:
+def truncate(text):
+    """text, or its start and a note of how much was left out, within MAX_CHARS characters."""
+    if len(text) <= MAX_CHARS:
         return text
-    keep = RESULT_LIMIT - 60
+    keep = MAX_CHARS - 60
     return f"{text[:keep]}\n[{len(text) - keep} more characters left out]"
 
 
@@ -57,7 +57,7 @@ def list_dir(policy, path="."):
 @tool("Read a UTF-8 text file in the workspace and return its content (at most 4000 characters).",
       path=("string", "The file to read, relative to the workspace.", True))
 def read_file(policy, path):
-    return capped(guards.inside_workspace(policy, path).read_text(encoding="utf-8", errors="replace"))
+    return truncate(guards.inside_workspace(policy, path).read_text(encoding="utf-8", errors="replace"))
 
 
 def decide_command(policy, command):
@@ -69,7 +69,7 @@ def decide_command(policy, command):
     guards.names_a_secret(policy, command)
     argv = guards.plain(policy, command)
     if argv:  # it runs as this list of words, with no shell to read anything into them
-        return lambda: capped(shell.run(argv, policy)), None
+        return lambda: truncate(shell.run(argv, policy)), None
     return partial(run_shell, policy, command), guards.question(f"Run: {command}")
 
 
@@ -78,4 +78,4 @@ def decide_command(policy, command):
       decide=decide_command, kind="command",
       command=("string", "The command line, as you would type it in a terminal.", True))
 def run_shell(policy, command):
-    return capped(shell.run(shell.shell_argv(command), policy, write=True))
+    return truncate(shell.run(shell.shell_argv(command), policy, write=True))

@@ -23,7 +23,7 @@ MAX_CHARS = 4000  # characters of one result the model gets, the note about the 
 MAX_COMMAND = 10_000  # characters of a command a person can still be asked to read
 PAGE_LINES = 200  # lines read_file returns when the model does not say
 MAX_LINE = 1000  # characters of one line read_file shows; a longer one is cut
-MAX_DIFF_LINES = 2000  # lines of a file past which a write is shown without a diff (difflib's cost grows faster)
+MAX_DIFF_LINES = 3000  # lines of a file past which a write is shown without a diff (difflib's cost grows faster)
 JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "array": list,
               "object": dict, "null": type(None)}  # JSON's names for Python's types
 SCHEMA_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}  # an annotation's JSON name
@@ -33,7 +33,7 @@ class BadCall(ToolError):
     """A call that breaks its tool's schema; the message ends with the right shape."""
 
 
-def capped(text):
+def truncate(text):
     """text, or its start and a note of how much was left out, within MAX_CHARS characters."""
     if len(text) <= MAX_CHARS:
         return text
@@ -174,7 +174,7 @@ def decide_command(policy, command):
     guards.names_a_secret(policy, command)
     argv = guards.plain(policy, command)
     if argv:  # it runs as this list of words, with no shell to read anything into them
-        return lambda: capped(shell.run(argv, policy)), None
+        return lambda: truncate(shell.run(argv, policy)), None
     return partial(run_shell, policy, command), guards.question(f"Run: {command}")
 
 
@@ -183,7 +183,7 @@ def decide_command(policy, command):
       decide=decide_command, kind="command",
       command=("The command line, as you would type it in a terminal.", "ls -l"))
 def run_shell(policy, command: str):
-    return capped(shell.run(shell.shell_argv(command), policy, write=True))
+    return truncate(shell.run(shell.shell_argv(command), policy, write=True))
 
 
 def lines(text):

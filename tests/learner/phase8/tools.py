@@ -11,6 +11,8 @@ import difflib
 import inspect
 import json
 import os
+import threading
+import time
 from functools import partial
 
 import guards
@@ -23,7 +25,7 @@ MAX_CHARS = 4000  # characters of one result the model gets, the note about the 
 MAX_COMMAND = 10_000  # characters of a command a person can still be asked to read
 PAGE_LINES = 200  # lines read_file returns when the model does not say
 MAX_LINE = 1000  # characters of one line read_file shows; a longer one is cut
-MAX_DIFF_LINES = 2000  # lines of a file past which a write is shown without a diff (difflib's cost grows faster)
+MAX_DIFF_LINES = 3000  # lines of a file past which a write is shown without a diff (difflib's cost grows faster)
 JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "array": list,
               "object": dict, "null": type(None)}  # JSON's names for Python's types
 SCHEMA_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}  # an annotation's JSON name
@@ -33,12 +35,34 @@ class BadCall(ToolError):
     """A call that breaks its tool's schema; the message ends with the right shape."""
 
 
-def capped(text):
+def truncate(text):
     """text, or its start and a note of how much was left out, within MAX_CHARS characters."""
     if len(text) <= MAX_CHARS:
         return text
     keep = MAX_CHARS - 60
     return f"{text[:keep]}\n[{len(text) - keep} more characters left out]"
+
+
+def at_once(functions, deadline):
+    """Run the functions side by side, each on a daemon thread, until all are done or the deadline (a
+    time.monotonic(), or None: no limit). A box for each, in order: {"value": ...}, {"error": ...} or, when it had
+    not finished, {}; each finished one also holds its "seconds". A thread left behind is never killed."""
+    boxes = [{} for _ in functions]
+
+    def fill(box, function):
+        began = time.monotonic()
+        try:
+            box["value"] = function()
+        except BaseException as error:  # whatever it raised is handed back: the caller decides
+            box["error"] = error
+        box["seconds"] = time.monotonic() - began
+
+    threads = [threading.Thread(target=fill, args=pair, daemon=True) for pair in zip(boxes, functions)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(None if deadline is None else max(deadline - time.monotonic(), 0))
+    return boxes
 
 
 def tool(description, decide=None, kind=None, **params):
@@ -176,8 +200,8 @@ def decide_command(policy, deadline, command):
     guards.names_a_secret(policy, command)
     argv = guards.plain(policy, command)
     if argv:  # it runs as this list of words, with no shell to read anything into them
-        return lambda: capped(shell.run(argv, policy, deadline=deadline)), None
-    return (lambda: capped(shell.run(shell.shell_argv(command), policy, write=True, deadline=deadline)),
+        return lambda: truncate(shell.run(argv, policy, deadline=deadline)), None
+    return (lambda: truncate(shell.run(shell.shell_argv(command), policy, write=True, deadline=deadline)),
             guards.question(f"Run: {command}"))
 
 
@@ -186,7 +210,7 @@ def decide_command(policy, deadline, command):
       decide=decide_command, kind="command",
       command=("The command line, as you would type it in a terminal.", "ls -l"))
 def run_shell(policy, command: str):
-    return capped(shell.run(shell.shell_argv(command), policy, write=True))
+    return truncate(shell.run(shell.shell_argv(command), policy, write=True))
 
 
 def lines(text):

@@ -4,12 +4,15 @@ Run:  python probe.py ["prompt"]   prints `content: ...` and `tool_calls: [...]`
 """
 import sys
 
-from backend import BackendError, chat
+from backend import BackendError, chat, choose
 from tools import TOOLS
 
 prompt = " ".join(sys.argv[1:]) or "List the files here."
 try:
-    reply = chat([{"role": "user", "content": prompt}], tools=TOOLS).choices[0].message
+    backend = choose()
+    if backend["note"]:
+        print(backend["note"], file=sys.stderr)
+    reply = chat([{"role": "user", "content": prompt}], tools=TOOLS, backend=backend).choices[0].message
 except BackendError as error:
     sys.exit(f"error: {error}")
 print(f"content: {reply.content!r}")
