@@ -18,22 +18,17 @@ STARTED = time.monotonic()  # taken before the imports (most of a second), so --
 
 import json  # noqa: E402
 import os  # noqa: E402
-import re  # noqa: E402
-import shlex  # noqa: E402
-import shutil  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
 import uuid  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from functools import partial  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import guards  # noqa: E402
 import shell  # noqa: E402
 from backend import BackendError, assistant_message, chat, choose  # noqa: E402
 from guards import ToolError  # noqa: E402
-from mcp_client import McpError, Server, stop_all  # noqa: E402
-from tools import MAX_COMMAND, REGISTRY, BadCall, at_once, truncate, check_call, plan  # noqa: E402
+import mcp_client  # noqa: E402
+from mcp_client import McpError  # noqa: E402
+from tools import MAX_COMMAND, REGISTRY, BadCall, at_once, truncate, check_call, plan, served  # noqa: E402
 
 MAX_STEPS = 10  # requests to the model in one run
 MAX_TOOL_CALLS = 30  # tool calls in one run; a call past it gets an error and does not run
@@ -353,72 +348,13 @@ def loop(result):
             nudged = True
 
 
-def command_argv(command, path):
-    """An MCP server's command as a list of words, as the shell splits it (on Windows, at spaces outside double
-    quotes), its program found only in path (never the current folder; on Windows by PATHEXT: npx is npx.cmd)."""
-    try:
-        words = (shlex.split(command) if os.name != "nt" else
-                 [word.replace('"', "") for word in re.findall(r'(?:"[^"]*"|[^\s"])+', command)])
-    except ValueError as error:  # an open quote
-        raise McpError(f"--mcp {command!r} cannot be split into words: {error}") from None
-    if not words:
-        raise McpError("--mcp was given an empty command")
-    program = shutil.which(words[0], path=path)
-    if not program:
-        raise McpError(f"--mcp {command!r}: the program {words[0]!r} was not found (looked in {path})")
-    return [program, *words[1:]]
-
-
-def decide_mcp(server, tool, trusted, policy, args, deadline=None):
-    """A call of a server's tool: a person is asked, naming the tool and the server, unless it is trusted."""
-    question = guards.question(f"Call {tool} on the MCP server {server.name}: {json.dumps(args)}")
-    return partial(mcp_call, server, tool, args, deadline), None if trusted else question
-
-
-def mcp_call(server, tool, args, deadline=None):
-    """The tool's text; a result that says isError is a ToolError, which the model reads as `error: ...`."""
-    text, is_error = server.call(tool, args, deadline)
-    if is_error:
-        raise ToolError(text)
-    return text
-
-
-def start_servers(result, commands, trusted):
-    """Start each [NAME=]COMMAND in a sandbox of its own (where bubblewrap runs) with the environment commands
-    get, and file its tools in result.tools as SERVER__TOOL. One that cannot start is an McpError."""
-    policy = result.policy
-    path = os.pathsep.join([os.path.dirname(sys.executable), *(folder for folder in os.environ.get(
-        "PATH", "").split(os.pathsep) if os.path.isabs(folder))])  # our own python first; never `.`
-    for command in commands:
-        named = re.match(r"([A-Za-z0-9_-]+)=(.*)", command, re.DOTALL)
-        name, command = named.groups() if named else (None, command)
-        words = command_argv(command, path)
-        if policy.sandbox:
-            argv = shell.sandboxed(words, policy, write=True, network=True)
-        else:
-            argv = words
-            shell.adopt()  # what it leaves running comes back to the harness, and is ended with the run
-        server = Server(name or Path(words[0]).stem, argv, shell.environment(policy.workspace),
-                        tempfile.TemporaryFile(), policy.workspace)
-        result.servers.append(server)
-        server.start(result.deadline)
-        name = name or str(server.info.get("name") or server.name)
-        server.name = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:30]
-        while any(tool.startswith(server.name + "__") for tool in result.tools):  # another server's name
-            server.name += "_"
-        for tool in server.tools(result.deadline):
-            result.tools[f"{server.name}__{tool['name']}"] = {
-                "function": None, "decide": partial(decide_mcp, server, tool["name"], server.name in trusted),
-                "kind": "mcp", "description": tool["description"], "parameters": tool["inputSchema"]}
-
-
 def finish(result, started, since=None):
     """However the run ended: every command stopped, every call answered, the time taken, the end recorded.
     since (shell.ticks() at the start) is when to reap from, with no sandbox, what left a command's group."""
     for process in list(shell.RUNNING):  # nothing a command started outlives the run
         shell.stop(process)
     try:
-        stop_all(result.servers, result.record)  # nor a server; what each wrote on stderr goes to the trace
+        mcp_client.stop_all(result.servers, result.record)  # nor a server; its stderr goes to the trace
     except Stop as stop:
         result.status, result.error = stop.status, stop.error
     if not (result.policy and result.policy.sandbox):  # nor what left its group (setsid), even after a Ctrl-C
@@ -458,7 +394,9 @@ def run(task, backend=None, approve=ignore, limits=None, started=None, history=N
             result.messages.append({"role": "system", "content": SYSTEM})
         result.messages.append({"role": "user", "content": task})
         record("start", task=task, backend=result.backend["name"], model=result.backend["model"])
-        start_servers(result, mcp, set(trusted))
+        mcp_client.start_all(mcp, result.policy, result.deadline, result.servers)
+        for server in result.servers:  # its tools are the model's tools
+            result.tools.update(served(server, set(trusted), result.deadline))
         loop(result)
         result.status = "answered"
     except Stop as stop:

@@ -19,22 +19,17 @@ STARTED = time.monotonic()  # taken before the imports (most of a second), so --
 
 import json  # noqa: E402
 import os  # noqa: E402
-import re  # noqa: E402
-import shlex  # noqa: E402
-import shutil  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
 import uuid  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from functools import partial  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import guards  # noqa: E402
 import shell  # noqa: E402
 from backend import BackendError, assistant_message, chat, choose  # noqa: E402
 from guards import ToolError  # noqa: E402
-from mcp_client import McpError, Server, stop_all  # noqa: E402
-from tools import MAX_COMMAND, REGISTRY, BadCall, at_once, truncate, check_call, plan  # noqa: E402
+import mcp_client  # noqa: E402
+from mcp_client import McpError  # noqa: E402
+from tools import MAX_COMMAND, REGISTRY, BadCall, at_once, truncate, check_call, plan, served  # noqa: E402
 
 MAX_STEPS = 10  # requests to the model in one run
 MAX_TOOL_CALLS = 30  # tool calls in one run; a call past it gets an error and does not run
@@ -50,10 +45,12 @@ FINAL_TOOL = "final_answer"  # the tool whose arguments are an answer with a sha
 OUTPUT_TRIES = 3  # answers that do not fit the shape (words, or a call that breaks it) before the run ends
 CONTEXT_TOKENS = 8_000  # the conversation's size past which it is compacted: Groq's free tier sends 8,000 a minute
 RECENT = 0.25  # the share of that budget the latest turns, kept whole, may fill
-SUMMARY = ("Sum up the work so far for yourself, to go on from: what the task asks, what each call found that "
-           "matters to it (names, numbers, words exactly as they were), and what is left to do. No tool calls.")
-CLEARED = ("The results of these earlier calls were cleared to save room; make a call again to see its result: "
-           "{calls}. What they held, summed up:")
+SUMMARY = ("Sum up the work so far for yourself, to carry on from it: the task, every call you "
+           "made with its arguments, every fact you found that the task needs (names, numbers, "
+           "exact values), and what is left to do. Answer in words; call no tool.")
+# What takes the place of the turns summed up; {calls} names each call whose result went.
+CLEARED = ("[Earlier turns, summed up below. Their results were cleared to save room; make a call "
+           "again to see its result: {calls}]")
 ENDINGS = {"length": "incomplete", "content_filter": "content_filter"}  # finish reasons that end a run
 
 
@@ -97,6 +94,7 @@ class Result:
     tools: dict = field(default_factory=lambda: dict(REGISTRY))  # ours, and each MCP server's as SERVER__TOOL
     servers: list = field(default_factory=list)  # the MCP servers started for it
     task_at: int = 0  # where this run's task is in the conversation: it, and all before it, stay as they are
+    measured: tuple = (0, 0)  # (messages after the task counted, their tokens by size()): only new ones are sized
     status: str = None  # answered, or what ended the run
     answer: str = None  # the model's answer, when it gave one
     error: str = ""  # what went wrong, in words
@@ -152,9 +150,10 @@ def size(messages):
     return len(json.dumps(messages)) // CHARS_PER_TOKEN
 
 
-def count(result, response, messages, tools):
+def count(result, response, messages):
     """Add a reply's tokens to the run's and return them: the server's own count, with what it had cached
-    (prompt_tokens_details.cached_tokens, else 0), or an estimate of what was sent and made."""
+    (prompt_tokens_details.cached_tokens, else 0), or an estimate of what was sent (messages and the tools)
+    and made."""
     counted = response.usage
     if counted and counted.total_tokens:
         details = getattr(counted, "prompt_tokens_details", None)
@@ -162,7 +161,8 @@ def count(result, response, messages, tools):
                  "total_tokens": counted.total_tokens, "cached_tokens": getattr(details, "cached_tokens", 0) or 0}
     else:  # the server sent none: the conversation's length in characters over CHARS_PER_TOKEN
         made = size([assistant_message(response.choices[0].message)])
-        usage = {"prompt_tokens": size(messages) + size(tools), "completion_tokens": made, "cached_tokens": 0}
+        usage = {"prompt_tokens": size(messages) + size(tools_for(result)), "completion_tokens": made,
+                 "cached_tokens": 0}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
     for name in result.usage:
         result.usage[name] += usage[name]
@@ -171,32 +171,38 @@ def count(result, response, messages, tools):
 
 def sum_up(result, messages):
     """The model's summary of the conversation so far: the messages, whole, then SUMMARY, with no tool to call."""
+    request = [*messages, {"role": "user", "content": SUMMARY}]
     response = within(result.deadline, "the model", partial(
-        chat, [*messages, {"role": "user", "content": SUMMARY}], tools=tools_for(result), backend=result.backend,
-        on_note=result.on_note, options={**result.options, "tool_choice": "none"}))
-    count(result, response, messages, tools_for(result))
+        chat, request, tools=tools_for(result), backend=result.backend, on_note=result.on_note,
+        options={**result.options, "tool_choice": "none"}))
+    count(result, response, request)  # no step, but its tokens count
     return response.choices[0].message.content or "(the model gave no summary)"
 
 
 def compact(result):
-    """Past the budget, replace the turns between the task and the latest ones (those that fit in RECENT of the
-    budget) by one user message: the calls they made, to make again, and the model's summary of them, asked
-    first, from their full text. A turn starts at an assistant message, so no call loses its result."""
-    budget, messages = result.limits.context_tokens, result.messages
-    before = size(messages)
-    if not budget or before <= budget:
+    """Past the budget (what this run added after the task, by size()), replace the turns between the task and
+    the latest ones (those that fit in RECENT of the budget; the latest one always) by one user message: CLEARED,
+    naming the calls to make again, then the model's summary of those turns, asked first, from their full text.
+    A turn starts at an assistant message, so no call loses its result."""
+    messages, budget, start = result.messages, result.limits.context_tokens, result.task_at + 1
+    counted, before = result.measured
+    before += size(messages[start + counted:])  # only the messages new since the last step are sized
+    result.measured = (len(messages) - start, before)
+    turns = [at for at in range(start, len(messages)) if messages[at]["role"] == "assistant"]
+    if not budget or before <= budget or len(turns) < 2:
         return
-    turns = [at for at in range(result.task_at + 1, len(messages)) if messages[at]["role"] == "assistant"]
-    recent = next((at for at in turns if size(messages[at:]) <= RECENT * budget), turns[-1] if turns else 0)
-    older = slice(result.task_at + 1, recent)
-    if recent <= older.start:
-        return  # nothing older than the latest turn: nothing to compact
+    recent = next((at for at in turns if size(messages[at:]) <= RECENT * budget), turns[-1])
+    older = slice(start, recent)
+    if recent == start:
+        return
     summary = sum_up(result, messages[:recent])  # first: what goes is summed up from its full text
     calls = [f"{call['function']['name']} {call['function']['arguments']}"
-             for message in messages[older] for call in message.get("tool_calls") or []]
+             for message in messages[older.start:older.stop]
+             for call in message.get("tool_calls") or []]
     cleared = CLEARED.format(calls="; ".join(calls) or "none")
-    messages[older] = [{"role": "user", "content": f"{cleared}\n{summary}"}]
-    result.record("compact", step=result.steps, tokens_before=before, tokens_after=size(messages))
+    messages[older.start:older.stop] = [{"role": "user", "content": f"{cleared}\n{summary}"}]
+    result.measured = (len(messages) - start, size(messages[start:]))
+    result.record("compact", step=result.steps, tokens_before=before, tokens_after=result.measured[1])
 
 
 def tools_for(result):
@@ -229,7 +235,7 @@ def ask(result):
             call.id = f"call_{uuid.uuid4().hex[:16]}"
         result.used_ids.add(call.id)
     ending = ENDINGS.get(choice.finish_reason) or ("refused" if message.refusal else None)
-    usage = count(result, response, result.messages, tools)
+    usage = count(result, response, result.messages)
     result.record("reply", step=result.steps, finish_reason=choice.finish_reason, usage=usage,
                   calls=[] if ending else [call.id for call in message.tool_calls or []])
     if ending:  # nothing in it runs (its calls may be half written); its text is the answer
@@ -406,72 +412,13 @@ def loop(result):
             nudged = True
 
 
-def command_argv(command, path):
-    """An MCP server's command as a list of words, as the shell splits it (on Windows, at spaces outside double
-    quotes), its program found only in path (never the current folder; on Windows by PATHEXT: npx is npx.cmd)."""
-    try:
-        words = (shlex.split(command) if os.name != "nt" else
-                 [word.replace('"', "") for word in re.findall(r'(?:"[^"]*"|[^\s"])+', command)])
-    except ValueError as error:  # an open quote
-        raise McpError(f"--mcp {command!r} cannot be split into words: {error}") from None
-    if not words:
-        raise McpError("--mcp was given an empty command")
-    program = shutil.which(words[0], path=path)
-    if not program:
-        raise McpError(f"--mcp {command!r}: the program {words[0]!r} was not found (looked in {path})")
-    return [program, *words[1:]]
-
-
-def decide_mcp(server, tool, trusted, policy, args, deadline=None):
-    """A call of a server's tool: a person is asked, naming the tool and the server, unless it is trusted."""
-    question = guards.question(f"Call {tool} on the MCP server {server.name}: {json.dumps(args)}")
-    return partial(mcp_call, server, tool, args, deadline), None if trusted else question
-
-
-def mcp_call(server, tool, args, deadline=None):
-    """The tool's text; a result that says isError is a ToolError, which the model reads as `error: ...`."""
-    text, is_error = server.call(tool, args, deadline)
-    if is_error:
-        raise ToolError(text)
-    return text
-
-
-def start_servers(result, commands, trusted):
-    """Start each [NAME=]COMMAND in a sandbox of its own (where bubblewrap runs) with the environment commands
-    get, and file its tools in result.tools as SERVER__TOOL. One that cannot start is an McpError."""
-    policy = result.policy
-    path = os.pathsep.join([os.path.dirname(sys.executable), *(folder for folder in os.environ.get(
-        "PATH", "").split(os.pathsep) if os.path.isabs(folder))])  # our own python first; never `.`
-    for command in commands:
-        named = re.match(r"([A-Za-z0-9_-]+)=(.*)", command, re.DOTALL)
-        name, command = named.groups() if named else (None, command)
-        words = command_argv(command, path)
-        if policy.sandbox:
-            argv = shell.sandboxed(words, policy, write=True, network=True)
-        else:
-            argv = words
-            shell.adopt()  # what it leaves running comes back to the harness, and is ended with the run
-        server = Server(name or Path(words[0]).stem, argv, shell.environment(policy.workspace),
-                        tempfile.TemporaryFile(), policy.workspace)
-        result.servers.append(server)
-        server.start(result.deadline)
-        name = name or str(server.info.get("name") or server.name)
-        server.name = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:30]
-        while any(tool.startswith(server.name + "__") for tool in result.tools):  # another server's name
-            server.name += "_"
-        for tool in server.tools(result.deadline):
-            result.tools[f"{server.name}__{tool['name']}"] = {
-                "function": None, "decide": partial(decide_mcp, server, tool["name"], server.name in trusted),
-                "kind": "mcp", "description": tool["description"], "parameters": tool["inputSchema"]}
-
-
 def finish(result, started, since=None):
     """However the run ended: every command stopped, every call answered, the time taken, the end recorded.
     since (shell.ticks() at the start) is when to reap from, with no sandbox, what left a command's group."""
     for process in list(shell.RUNNING):  # nothing a command started outlives the run
         shell.stop(process)
     try:
-        stop_all(result.servers, result.record)  # nor a server; what each wrote on stderr goes to the trace
+        mcp_client.stop_all(result.servers, result.record)  # nor a server; its stderr goes to the trace
     except Stop as stop:
         result.status, result.error = stop.status, stop.error
     if not (result.policy and result.policy.sandbox):  # nor what left its group (setsid), even after a Ctrl-C
@@ -512,7 +459,9 @@ def run(task, backend=None, approve=ignore, limits=None, started=None, history=N
         result.messages.append({"role": "user", "content": task})
         result.task_at = len(result.messages) - 1
         record("start", task=task, backend=result.backend["name"], model=result.backend["model"])
-        start_servers(result, mcp, set(trusted))
+        mcp_client.start_all(mcp, result.policy, result.deadline, result.servers)
+        for server in result.servers:  # its tools are the model's tools
+            result.tools.update(served(server, set(trusted), result.deadline))
         loop(result)
         result.status = "answered"
     except Stop as stop:

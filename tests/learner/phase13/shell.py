@@ -68,15 +68,15 @@ def environment(workspace):
     return env
 
 
-def sandboxed(argv, policy, write, network=False):
+def sandboxed(argv, policy, write, network=False, readable=()):
     """argv wrapped in bubblewrap: the system read-only, an empty /tmp, the workspace (writable only when
     write), the harness's places and every .git read-only and pinned, each file holding a secret unreadable.
-    With network (an MCP server): the network too, and Python's own folders, read-only, for a server in Python."""
+    With network (an MCP server): the network too; readable: more places it may read (a server's installation)."""
     workspace = str(policy.workspace)
     mode = "--bind" if write and policy.write else "--ro-bind"
     args = [policy.sandbox, "--unshare-all", *(["--share-net"] if network else []), "--die-with-parent",
             "--cap-drop", "ALL", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    for folder in (*SYSTEM, *({sys.prefix, sys.base_prefix, sys.exec_prefix} if network else ())):
+    for folder in (*SYSTEM, *map(str, readable)):
         args += ["--ro-bind-try", folder, folder]
     args += [mode, workspace, workspace]
     read_only, hidden = guards.sealed(policy)

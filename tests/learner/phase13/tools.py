@@ -287,3 +287,28 @@ def unusable(schema, where="the schema"):
         if why:
             return why
     return unusable(schema["items"], f"{where}[]") if "items" in schema else None
+
+
+def served(server, trusted, deadline=None):
+    """A started MCP server's tools as entries of REGISTRY's shape, each named SERVER__TOOL (no clash with ours or
+    another server's; at most 64 characters), its calls decided by decide_mcp()."""
+    return {f"{server.name}__{tool['name']}"[:64]: {
+        "function": None, "kind": "mcp", "parameters": tool["inputSchema"],
+        "description": f"From the MCP server {server.name}: {tool['description']}",
+        "decide": partial(decide_mcp, server, tool["name"], server.name in trusted)}
+        for tool in server.tools(deadline)}
+
+
+def decide_mcp(server, tool, trusted, policy, args, deadline=None):
+    """A call of a server's tool asks, naming the tool and the server, unless the server is trusted (or --yes):
+    its code and its words are someone else's."""
+    question = guards.question(f"Call {tool} on the MCP server {server.name}: {json.dumps(args)}")
+    return partial(mcp_call, server, tool, args, deadline), None if trusted else question
+
+
+def mcp_call(server, tool, args, deadline=None):
+    """The tool's text; a result that says isError is a ToolError, which the model reads as `error: ...`."""
+    text, is_error = server.call(tool, args, deadline)
+    if is_error:
+        raise ToolError(text)
+    return text
