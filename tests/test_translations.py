@@ -120,6 +120,11 @@ def test_the_lesson_runner_runs_a_translated_lesson():
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 
+CHINESE = re.compile(r"[\u4e00-\u9fff，。：；、（）「」]")
+NEW_BLOCK = re.compile(r"\s*([-*+] |\d+\. |\||#|>|<!--|\[English\])")  # a line that starts a block of its own
+ONE_LINE = re.compile(r"\s*(\||#|<!--|\[English\])")  # a block one line long: a row, a heading, a note
+
+
 def renderings(heading):
     """{English: 繁體中文} of one table of the glossary, by its heading."""
     table = GLOSSARY.read_text(encoding="utf-8").split(f"## {heading}\n")[1].split("\n## ")[0]
@@ -130,8 +135,7 @@ def renderings(heading):
 
 @pytest.mark.parametrize("english", ENGLISH[1:], ids=lambda path: path.parent.name)
 def test_a_lesson_s_headings_and_its_phase_line_read_as_in_every_other(english):
-    """The same heading is the same words in every lesson, and so is the line of phases at the top; a Chinese
-    paragraph is one line, since a browser shows a line break inside it as a space."""
+    """The same heading is the same words in every lesson, and so is the line of phases at the top."""
     names = renderings("標題與階段名稱")
     ours = sections(english.read_text(encoding="utf-8"))
     text = translation(english).read_text(encoding="utf-8")
@@ -143,5 +147,13 @@ def test_a_lesson_s_headings_and_its_phase_line_read_as_in_every_other(english):
     phases = [f"{n} {names[name.split('-', 1)[1]]}" for n, name in enumerate(folders)]
     phases[number] = f"`[ {phases[number]} ]`"
     assert "\n" + " > ".join(phases) + "\n" in text, f"{english.parent.name}: the line of phases, " + " > ".join(phases)
-    wrapped = re.findall(r"[\u4e00-\u9fff，。：；、）]\n[\u4e00-\u9fff（「]", FENCED.sub("", text))
-    assert not wrapped, f"{english.parent.name}: a paragraph broken inside, at {wrapped[:3]}"
+
+
+@pytest.mark.parametrize("english", ENGLISH, ids=lambda path: path.parent.name if path.parent != ROOT else "README")
+def test_a_chinese_paragraph_is_one_line(english):
+    """A browser shows a line break inside a paragraph as a space, which Chinese does not put between words:
+    each paragraph, list item and quote of a translation is one line."""
+    lines = FENCED.sub("", translation(english).read_text(encoding="utf-8")).splitlines()
+    wrapped = [(line, after) for line, after in zip(lines, lines[1:]) if line.strip() and after.strip()
+               and CHINESE.search(line + after) and not NEW_BLOCK.match(after) and not ONE_LINE.match(line)]
+    assert not wrapped, f"{translation(english).relative_to(ROOT)}: a paragraph broken inside, at {wrapped[:2]}"
