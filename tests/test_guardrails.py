@@ -231,6 +231,26 @@ def test_with_windows_values_a_program_is_found_only_in_the_system_s_folders(loa
 
 
 @pytest.mark.phase(3)
+def test_with_windows_values_the_programs_the_harness_starts_are_windows_own_by_full_path(load, workspace,
+                                                                                         monkeypatch):
+    """On Windows the harness starts cmd.exe (every command) and taskkill.exe (to stop one), which Windows
+    would look for in the current folder, the workspace, first: both are started by their full path in
+    SystemRoot's System32, whatever the workspace holds."""
+    guards, shell = load("guards"), load("shell")
+    for name in ("cmd.exe", "taskkill.exe"):
+        (workspace / name).write_text("MZ")
+    monkeypatch.setattr(guards, "SYSTEM_PATH", r"C:\Windows\System32")
+    monkeypatch.setattr(shell.os, "name", "nt")
+    started = []
+    monkeypatch.setattr(shell.subprocess, "run", lambda argv, **options: started.append(argv) or
+                        subprocess.CompletedProcess(argv, 0, "", ""))
+    argv = shell.shell_argv("dir")
+    shell.stop(subprocess.Popen([sys.executable, "-c", "pass"]))
+    assert argv[0] == os.path.join(r"C:\Windows\System32", "cmd.exe"), argv
+    assert started and started[0][0] == os.path.join(r"C:\Windows\System32", "taskkill.exe"), started
+
+
+@pytest.mark.phase(3)
 @pytest.mark.parametrize("command, names", [('type .e^nv', [".env"]), ('type ".e"nv', [".env"]),
                                             ('type x&type .env', ["x", "&", "type", ".env"]),
                                             ('more < "notes txt"', ["more", "<", "notes txt"])])
