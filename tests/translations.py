@@ -49,8 +49,9 @@ def sections(text):
 
 
 def digest(body):
-    """The digest of an English section: blank space at line ends and around the section does not count."""
-    text = "\n".join(line.rstrip() for line in body.strip().splitlines())
+    """The digest of an English section: its words, whatever the blank space between them (a paragraph
+    wrapped again is the same text)."""
+    text = " ".join(body.split())
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
