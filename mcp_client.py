@@ -220,8 +220,8 @@ def start_all(commands, policy, deadline=None, servers=None):
             server.start(deadline)
         except McpError as error:
             raise McpError(f"{error}{why_not(server, policy)}") from None
-        # its own name
-        name = given or str(server.info.get("name") or server.name).rsplit("/", 1)[-1]
+        # its own name, else its program's
+        name = given or str(server.info.get("name") or "").rsplit("/", 1)[-1] or server.name
         name = re.sub(r"[^\w-]", "_", name, flags=re.A)[:20]  # what the APIs take in a tool's name
         taken = any(other.name == name for other in servers[:-1])
         server.name = name + (str(len(servers)) if taken else "")
