@@ -334,6 +334,9 @@ def test_elsewhere_words_are_split_as_the_shell_does_and_popen_finds_the_program
         "python", "my server.py", "--name=a b"]
     with pytest.raises(McpError, match="cannot be split: No closing quotation"):
         command_argv("python 'my server.py", "/usr/bin", False)
+    for windows in (False, True):  # --mcp "" or --mcp "NAME=": a start that says why, not an IndexError
+        with pytest.raises(McpError, match="command ' ' names no program"):
+            command_argv(" ", "/usr/bin", windows, WINDOWS_PATHEXT)
 
 
 # A server installed where people keep them: a venv under ~, a script in another folder. Its sandbox shows what

@@ -201,8 +201,10 @@ def command_argv(command, path, windows=os.name == "nt",
             shlex.split(command)
     except ValueError as error:  # an unclosed quote
         raise McpError(f"the MCP server command {command!r} cannot be split: {error}") from None
+    if not words:
+        raise McpError(f"the MCP server command {command!r} names no program")
     words = [os.path.expanduser(word) for word in words]  # ~/venv/bin/python, as a shell reads it
-    if not windows or not words or re.search(r"[\\/]", words[0]):
+    if not windows or re.search(r"[\\/]", words[0]):
         # elsewhere Popen looks in the server's PATH
         return words
     endings = [ending for ending in pathext.lower().split(";") if ending]

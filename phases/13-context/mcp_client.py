@@ -220,8 +220,8 @@ def start_all(commands, policy, deadline=None, servers=None):
             server.start(deadline)
         except McpError as error:
             raise McpError(f"{error}{why_not(server, policy)}") from None
-        # its own name
-        name = given or str(server.info.get("name") or server.name).rsplit("/", 1)[-1]
+        # its own name, else its program's
+        name = given or str(server.info.get("name") or "").rsplit("/", 1)[-1] or server.name
         name = re.sub(r"[^\w-]", "_", name, flags=re.A)[:20]  # what the APIs take in a tool's name
         taken = any(other.name == name for other in servers[:-1])
         server.name = name + (str(len(servers)) if taken else "")
@@ -341,8 +341,10 @@ def command_argv(command, path, windows=os.name == "nt",
             shlex.split(command)
     except ValueError as error:  # an unclosed quote
         raise McpError(f"the MCP server command {command!r} cannot be split: {error}") from None
+    if not words:
+        raise McpError(f"the MCP server command {command!r} names no program")
     words = [os.path.expanduser(word) for word in words]  # ~/venv/bin/python, as a shell reads it
-    if not windows or not words or re.search(r"[\\/]", words[0]):
+    if not windows or re.search(r"[\\/]", words[0]):
         # elsewhere Popen looks in the server's PATH
         return words
     endings = [ending for ending in pathext.lower().split(";") if ending]
