@@ -400,6 +400,33 @@ def test_the_course_s_server_runs_from_another_folder_in_its_sandbox(load, elsew
         server.close()
 
 
+@needs_bubblewrap
+@pytest.mark.phase(12)
+@pytest.mark.files("mcp_client.py", "shell.py", "guards.py")
+def test_a_sandboxed_server_keeps_its_own_cache_from_one_start_to_the_next(load, elsewhere, monkeypatch):
+    """$XDG_CACHE_HOME and $npm_config_cache (uvx's and npx's) point into ~/.cache/course-harness/mcp/NAME, which
+    the server may write in its sandbox, even a read-only run's: a second start of it finds what it left, a server
+    of another name does not, and the user's own ~/.npm is neither used nor shown."""
+    home, servers, project = elsewhere
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    shutil.copy(ROOT / "tests" / "mcp_servers.py", servers)
+    (home / ".npm").mkdir()
+
+    def kept(name):
+        server = started(load, f"{name}=python {servers / 'mcp_servers.py'} cache", project, "read-only")
+        try:
+            return json.loads(server.call("work", {})[0])
+        finally:
+            server.close()
+
+    cache = home.resolve() / ".cache" / "course-harness" / "mcp" / "keeper"
+    assert kept("keeper") == {"places": [str(cache), str(cache / "npm")], "found": [False, False],
+                              "home_npm": False}
+    assert kept("keeper")["found"] == [True, True] and kept("other")["found"] == [False, False]
+    assert cache.stat().st_mode & 0o777 == 0o700 and (cache / "npm" / "kept.txt").read_text() == "kept\n"
+    assert not any((home / ".npm").iterdir()) and not (project / "kept.txt").exists()
+
+
 @pytest.mark.phase(12)
 @pytest.mark.files("mcp_client.py", "shell.py", "guards.py", "harness.py", "cli.py")
 @pytest.mark.parametrize("sandbox", ["workspace-write", "off"])
