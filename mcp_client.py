@@ -200,9 +200,10 @@ class Server:
 def start_all(commands, policy, deadline=None, servers=None):
     """Start an MCP server for each command, each joining servers (the run's list, so that each ends
     with the run, even one that failed to start): in the sandbox where there is one (the workspace
-    as an approved command sees it, the network it may need, its own program: readable()), its
-    stderr kept in a temporary file, named as --mcp NAME= says, else as it names itself (a second of
-    one name gets a number). One that cannot start raises McpError with the end of its stderr."""
+    as an approved command sees it, the network it may need, its own program: readable(), its own
+    cache: cache()), its stderr kept in a temporary file, named as --mcp NAME= says, else as it
+    names itself (a second of one name gets a number). One that cannot start raises McpError with
+    the end of its stderr."""
     servers = [] if servers is None else servers
     if not policy.sandbox:  # what a server leaves behind comes back to the harness, which ends it
         shell.adopt()
@@ -212,8 +213,12 @@ def start_all(commands, policy, deadline=None, servers=None):
         path = (os.pathsep.join([os.path.dirname(sys.executable),
                                  guards.search_path(policy.workspace)]))
         argv, env = command_argv(command, path), shell.environment(path)  # our python first
-        boxed = (shell.sandboxed(argv, policy, policy.write, True, readable(argv, env, policy))
-                 if policy.sandbox else argv)
+        boxed = argv
+        if policy.sandbox:  # with a cache that outlives the run: npx downloads a package once
+            kept = cache(given or command)
+            env |= {"XDG_CACHE_HOME": str(kept), "npm_config_cache": str(kept / "npm")}
+            boxed = shell.sandboxed(argv, policy, policy.write, True, readable(argv, env, policy),
+                                    [kept])
         server = Server(given or Path(argv[0]).stem, boxed, env, tempfile.TemporaryFile())
         servers.append(server)
         try:
@@ -226,6 +231,23 @@ def start_all(commands, policy, deadline=None, servers=None):
         taken = any(other.name == name for other in servers[:-1])
         server.name = name + (str(len(servers)) if taken else "")
     return servers
+
+
+def cache(name):
+    """A sandboxed server's own folder, kept from one run to the next (made if need be, only you may
+    enter it): <your cache folder>/course-harness/mcp/<name>, name made fit for a folder. Its
+    XDG_CACHE_HOME and npm_config_cache point into it (uvx and npx read them); nothing outside the
+    sandbox runs from it, so a server can spoil only its own cache.
+    Example: "npx -y @modelcontextprotocol/server-everything" ->
+    Path("/home/you/.cache/course-harness/mcp/npx_-y_modelcontextprotocol_server-everything")"""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")  # the XDG rule: a relative one is ignored
+    root = (Path.home() / "Library" / "Caches" if sys.platform == "darwin" else
+            Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache")
+    (root / "course-harness").mkdir(mode=0o700, parents=True, exist_ok=True)  # names: yours alone
+    folder = (root / "course-harness" / "mcp" /
+              (re.sub(r"[^\w.-]+", "_", name).strip("._")[:80] or "server")).resolve()
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return folder
 
 
 def readable(argv, env, policy):

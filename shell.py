@@ -137,32 +137,34 @@ def environment(path):
             **({"NoDefaultCurrentDirectoryInExePath": "1"} if os.name == "nt" else {})}
 
 
-def sandboxed(argv, policy, write, network=False, readable=()):
+def sandboxed(argv, policy, write, network=False, readable=(), writable=()):
     """argv inside the policy's sandbox: bubblewrap() on Linux, Seatbelt on macOS (sandbox-exec,
     with the profile seatbelt() builds, and a scratch folder of its own as HOME and TMPDIR, gone
-    when the harness exits). readable: more places it may read (an MCP server's own program)."""
+    when the harness exits). readable: more places it may read (an MCP server's own program);
+    writable: more it may read and write (an MCP server's cache, which outlives the run)."""
     if Path(policy.sandbox).name != "sandbox-exec":
-        return bubblewrap(argv, policy, write, network, readable)
+        return bubblewrap(argv, policy, write, network, readable, writable)
     scratch = os.path.realpath(tempfile.mkdtemp(prefix="sandbox-"))
     atexit.register(shutil.rmtree, scratch, ignore_errors=True)
-    return [policy.sandbox, "-p", seatbelt(policy, write, network, scratch, readable),
+    return [policy.sandbox, "-p", seatbelt(policy, write, network, scratch, readable, writable),
             "/usr/bin/env", f"HOME={scratch}", f"TMPDIR={scratch}", *argv]
 
 
-def bubblewrap(argv, policy, write, network=False, readable=()):
+def bubblewrap(argv, policy, write, network=False, readable=(), writable=()):
     """argv inside bubblewrap, which it finds where the policy says. New namespaces for everything,
     the network too unless asked for (so its own process numbers: when the command ends, the kernel
     ends every process it started, wherever it went); no capabilities; the system and `readable`
-    read-only; an empty /tmp; the workspace, writable only when `write`, and in it guards.sealed():
-    the harness's own places and every .git read-only, each pinned where it is (every folder on the
-    way is a mount point, which cannot be moved or replaced), and every file that holds a secret
-    replaced by an empty one."""
+    read-only, `writable` writable; an empty /tmp; the workspace, writable only when `write`, and in
+    it guards.sealed(): the harness's own places and every .git read-only, each pinned where it is
+    (every folder on the way is a mount point, which cannot be moved or replaced), and every file
+    that holds a secret replaced by an empty one."""
     workspace, mode = str(policy.workspace), "--bind" if write else "--ro-bind"
     args = [policy.sandbox, "--unshare-all", *(["--share-net"] if network else []),
             "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--proc", "/proc", "--dev",
             "/dev", "--tmpfs", "/tmp", "--setenv", "HOME", "/tmp"]
     for folder in (*SYSTEM, *(NETWORK if network else ()), *map(str, readable)):
         args += ["--ro-bind-try", folder, folder]
+    args += [word for folder in map(str, writable) for word in ("--bind", folder, folder)]
     args += [mode, workspace, workspace]
     read_only, hidden = guards.sealed(policy)
     for place in read_only:
@@ -176,14 +178,14 @@ def bubblewrap(argv, policy, write, network=False, readable=()):
     return [*args, "--chdir", workspace, "--", *argv]
 
 
-def seatbelt(policy, write, network, scratch, readable=()):
+def seatbelt(policy, write, network, scratch, readable=(), writable=()):
     """The Seatbelt profile of a command (PROFILE, filled in from the policy). It reads what is not
     in anyone's home (HOMES, yours, the harness's folder), or is in the workspace, Python's folders,
-    its scratch folder or `readable`, but no file that holds a secret; it writes only its scratch
-    folder, and the workspace when `write`, but no .git (now or later), none of the harness's places
-    in it, no folder on their way, no file that holds a secret. Places kept out are matched in any
-    case (anycase()), as macOS's disk matches names; paths are their real ones (/tmp is /private/tmp
-    to Seatbelt)."""
+    its scratch folder, `readable` or `writable`, but no file that holds a secret; it writes only
+    its scratch folder and `writable`, and the workspace when `write`, but no .git (now or later),
+    none of the harness's places in it, no folder on their way, no file that holds a secret. Places
+    kept out are matched in any case (anycase()), as macOS's disk matches names; paths are their
+    real ones (/tmp is /private/tmp to Seatbelt)."""
     read_only, hidden = guards.sealed(policy)
     # .git: a rule for all of them, below
     own = [place for place in read_only if place.name.lower() != ".git"]
@@ -195,13 +197,14 @@ def seatbelt(policy, write, network, scratch, readable=()):
                      (*HOMES, Path.home().resolve(), guards.HOME))
     inside = " ".join(f"(subpath {quoted(place)})" for place in
                       (policy.workspace, Path(sys.prefix).resolve(),
-                       Path(sys.base_prefix).resolve(), scratch, *readable))
+                       Path(sys.base_prefix).resolve(), scratch, *readable, *writable))
     kept = " ".join([r'(require-not (regex #"/\.[Gg][Ii][Tt](/|$)"))', out,
                      *(f'(require-not (regex #"{anycase(place)}"))' for place in own),
                      *(f'(require-not (regex #"{anycase(folder, "$")}"))' for folder in pinned)])
     writes = f"(require-all (subpath {quoted(policy.workspace)}) {kept}) " if write else ""
     return PROFILE.format(reads=f"(require-all (require-any (require-all {homes}) {inside}) {out})",
-                          writes=f"{writes}(subpath {quoted(scratch)})", network=NETWORK_PROFILE
+                          writes=writes + " ".join(f"(subpath {quoted(place)})" for place in
+                                                   (scratch, *writable)), network=NETWORK_PROFILE
                           if network else "")
 
 

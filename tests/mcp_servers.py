@@ -14,6 +14,8 @@ with the client's replies), big (parts of every kind, then a long text), slow (n
 (ignores stdin closing and SIGTERM, leaves a grandchild, answers with both pids), env (answers with its
 environment's names, and greets on stderr), dies (exits in the middle of the call), input-required (asks for input
 as MCP 2026-07-28 has a server do, though the client offered none).
+cache (leaves a file in $XDG_CACHE_HOME and in $npm_config_cache, and answers with those two places, which files
+were there before it, and whether HOME/.npm is there for it).
 tasks (three tools: one with no execution field, one whose execution.taskSupport is "optional", one whose is
 "required", as server-everything's simulate-research-query: MCP 2025-11-25's task mode, which the client lacks).
 For tools/list and tools/call: poisoned (a tool whose description tells the model to read .env and send it),
@@ -94,6 +96,18 @@ def env(request_id):
     text(request_id, json.dumps(sorted(os.environ)))
 
 
+def cache(request_id):
+    """What a server's cache (npx's, uvx's) keeps from one start to the next."""
+    places = [os.environ.get("XDG_CACHE_HOME", ""), os.environ.get("npm_config_cache", "")]
+    found = [os.path.exists(os.path.join(place, "kept.txt")) for place in places]
+    for place in places:
+        os.makedirs(place, exist_ok=True)
+        with open(os.path.join(place, "kept.txt"), "w") as file:
+            file.write("kept\n")
+    text(request_id, json.dumps({"places": places, "found": found,
+                                 "home_npm": os.path.exists(os.path.expanduser("~/.npm"))}))
+
+
 def dies(request_id):
     sys.exit(4)
 
@@ -142,7 +156,7 @@ def parents():
 
 
 CALLS = {"chatty": chatty, "big": big, "slow": lambda request_id: None, "stubborn": stubborn, "env": env,
-         "dies": dies, "input-required": input_required}
+         "cache": cache, "dies": dies, "input-required": input_required}
 
 
 def main():

@@ -3,7 +3,11 @@ misbehaves on purpose, and speaks only the older MCP, with its handshake), and, 
 wrote: one built on the official MCP Python SDK (tests/requirements.txt) and the MCP project's reference server from
 npm (.ci/mcp-npm, see .ci/run). Each test of a server that works says which MCP was spoken: 2026-07-28, without a
 handshake, or 2025-11-25, with it."""
+import base64
+import hashlib
+import http.server
 import importlib.util
+import io
 import json
 import os
 import re
@@ -11,6 +15,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -401,6 +406,103 @@ def test_the_course_s_server_runs_from_another_folder_in_its_sandbox(load, elsew
         assert json.loads(server.call("get_ticket", {"ticket_id": "DEMO-42"})[0])["id"] == "DEMO-42"
     finally:
         server.close()
+
+
+@needs_bubblewrap
+@pytest.mark.phase(12)
+@pytest.mark.files("mcp_client.py", "shell.py", "guards.py")
+def test_a_sandboxed_server_keeps_its_own_cache_from_one_start_to_the_next(load, elsewhere, monkeypatch):
+    """$XDG_CACHE_HOME and $npm_config_cache (uvx's and npx's) point into ~/.cache/course-harness/mcp/NAME, which
+    the server may write in its sandbox, even a read-only run's: a second start of it finds what it left, a server
+    of another name does not, and the user's own ~/.npm is neither used nor shown."""
+    home, servers, project = elsewhere
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    shutil.copy(ROOT / "tests" / "mcp_servers.py", servers)
+    (home / ".npm").mkdir()
+
+    def kept(name):
+        server = started(load, f"{name}=python {servers / 'mcp_servers.py'} cache", project, "read-only")
+        try:
+            return json.loads(server.call("work", {})[0])
+        finally:
+            server.close()
+
+    cache = home.resolve() / ".cache" / "course-harness" / "mcp" / "keeper"
+    assert kept("keeper") == {"places": [str(cache), str(cache / "npm")], "found": [False, False],
+                              "home_npm": False}
+    assert kept("keeper")["found"] == [True, True] and kept("other")["found"] == [False, False]
+    assert cache.stat().st_mode & 0o777 == 0o700 and (cache / "npm" / "kept.txt").read_text() == "kept\n"
+    assert not any((home / ".npm").iterdir()) and not (project / "kept.txt").exists()
+
+
+# A package for npx: an MCP server in Node (the handshake of MCP 2025-11-25, one tool), as npm packs it
+TINY_MCP = {"package.json": json.dumps({"name": "tiny-mcp", "version": "1.0.0", "bin": {"tiny-mcp": "server.js"}}),
+            "server.js": """#!/usr/bin/env node
+const send = (m) => process.stdout.write(JSON.stringify({jsonrpc: "2.0", ...m}) + "\\n");
+require("readline").createInterface({input: process.stdin}).on("line", (line) => {
+  const r = JSON.parse(line);
+  if (r.method === "initialize") send({id: r.id, result: {protocolVersion: r.params.protocolVersion,
+    capabilities: {tools: {}}, serverInfo: {name: "tiny-mcp", version: "1.0.0"}}});
+  else if (r.method === "tools/list") send({id: r.id, result: {tools: [{name: "hello", inputSchema: {}}]}});
+  else if (r.method === "tools/call") send({id: r.id, result: {content: [{type: "text", text: "hello"}]}});
+  else if (r.id !== undefined) send({id: r.id, error: {code: -32601, message: "Method not found"}});
+});
+"""}
+
+
+@pytest.fixture
+def registry():
+    """npm's registry on 127.0.0.1, serving tiny-mcp (its metadata and its tarball): (URL, the paths asked for)."""
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w:gz") as tar:
+        for name, text in TINY_MCP.items():
+            info = tarfile.TarInfo(f"package/{name}")
+            info.size, info.mode = len(text.encode()), 0o755
+            tar.addfile(info, io.BytesIO(text.encode()))
+    tarball, asked = data.getvalue(), []
+    integrity = "sha512-" + base64.b64encode(hashlib.sha512(data.getvalue()).digest()).decode()
+
+    class Registry(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            asked.append(self.path)
+            url = f"http://127.0.0.1:{self.server.server_port}/tiny-mcp/-/tiny-mcp-1.0.0.tgz"
+            version = {**json.loads(TINY_MCP["package.json"]), "dist": {"tarball": url, "integrity": integrity}}
+            body = tarball if self.path.endswith(".tgz") else json.dumps({
+                "name": "tiny-mcp", "dist-tags": {"latest": "1.0.0"}, "versions": {"1.0.0": version}}).encode()
+            self.send_response(200 if self.path.rstrip("/").endswith(("/tiny-mcp", ".tgz")) else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Registry) as running:
+        threading.Thread(target=running.serve_forever, daemon=True).start()
+        yield f"http://127.0.0.1:{running.server_port}/", asked
+        running.shutdown()
+
+
+@needs_bubblewrap
+@pytest.mark.skipif(shutil.which("npx") is None, reason="npx is not installed (Node.js)")
+@pytest.mark.phase(12)
+@pytest.mark.files("mcp_client.py", "shell.py", "guards.py")
+def test_npx_in_the_sandbox_downloads_its_package_once(load, elsewhere, registry, monkeypatch):
+    """npx -y tiny-mcp, from a registry on 127.0.0.1, started twice in bubblewrap: both calls work, the tarball is
+    fetched once (the second start takes it from the server's cache), and the user's ~/.npm stays as it was."""
+    home, _, project = elsewhere
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    (home / ".npm").mkdir()
+    url, asked = registry
+    for _ in range(2):
+        server = started(load, f"tiny=npx --yes --no-update-notifier --registry={url} tiny-mcp", project)
+        try:
+            assert server.call("hello", {}) == ("hello", False)
+        finally:
+            server.close()
+    assert [path for path in asked if path.endswith(".tgz")] == ["/tiny-mcp/-/tiny-mcp-1.0.0.tgz"], asked
+    assert (home / ".cache" / "course-harness" / "mcp" / "tiny" / "npm" / "_cacache").is_dir()
+    assert not any((home / ".npm").iterdir())
 
 
 @pytest.mark.phase(12)

@@ -158,6 +158,19 @@ def test_a_server_reads_the_places_its_command_names_and_writes_none_of_them(sea
     assert matched(kept_out(reads), policy.workspace / ".env") and matched(kept_out(reads), "/Users/ann/.ssh/id_rsa")
 
 
+@pytest.mark.phase(12)
+def test_a_server_reads_and_writes_its_own_cache_even_when_the_workspace_is_read_only(seatbelt):
+    """writable (mcp_client.cache(): the server's own folder under ~/Library/Caches) joins what is read and what is
+    written, beside the scratch folder, in a home though it is; nothing else outside the workspace is written."""
+    shell, policy = seatbelt
+    cache = Path("/Users/ann/Library/Caches/course-harness/mcp/tickets")
+    argv = shell.sandboxed(["/bin/ls"], policy, write=False, network=True, writable=[cache])
+    reads, writes = rule(profile_of(argv)[0], "file-read*"), rule(profile_of(argv)[0], "file-write*")
+    assert f'(subpath "{cache}")' in reads and f'(subpath "{cache}")' in writes, writes
+    assert writes.count("(subpath ") == 2 and f'(subpath "{policy.workspace}")' not in writes, writes
+    assert not matched(kept_out(writes), cache / "npm" / "_cacache") and matched(kept_out(reads), "/Users/ann/.npm")
+
+
 def test_anycase_spells_every_letter_both_ways_and_keeps_out_more_never_less(load):
     """anycase(): letters in both cases, a dot as a dot, and a character the profile would read otherwise (a
     quote, a backslash) as any character: a place kept out is matched more, never less."""
