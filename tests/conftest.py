@@ -9,11 +9,15 @@ reference solution applied (phases/NN-name/solutions/exercise-K.diff). The check
 tests/test_course.py holds every definition a phase changes to be named in its lesson, so a fix that missed a
 copy fails there (unless that phase's lesson names what the fix changed).
 """
+import atexit
 import importlib
+import os
 import re
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -36,6 +40,9 @@ def pytest_configure(config):
     phase, code = config.getoption("--phase"), config.getoption("--code")
     if threading.current_thread() is threading.main_thread():  # (a shell that runs us in the background ignores
         signal.signal(signal.SIGINT, pressed)  # Ctrl-C, and every child would: the tests press it)
+    # a sandboxed MCP server's cache (mcp_client.cache()) goes to a folder of this run's, not your ~/.cache
+    os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="harness-cache-")
+    atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], ignore_errors=True)
     if phase is not None and hasattr(config.option, "tx"):
         config.option.dist, config.option.tx = "no", []
     for number in phase or []:
