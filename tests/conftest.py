@@ -55,6 +55,37 @@ def pytest_configure(config):
         raise pytest.UsageError(f"--exercise {' '.join(exercises)}: give an exercise's number (or all), and --phase")
 
 
+GROUPED = re.compile(r'^pytestmark = pytest\.mark\.xdist_group\("([^"]+)"\)', re.M)
+
+
+def groups():
+    """{a test module's path, as a node id starts: its xdist_group}, from each module's pytestmark line."""
+    found = {}
+    for path in (ROOT / "tests").rglob("test_*.py"):
+        marked = GROUPED.search(path.read_text(encoding="utf-8"))
+        if marked and "learner" not in path.relative_to(ROOT).parts:
+            found[path.relative_to(ROOT).as_posix()] = marked.group(1)
+    return found
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadgroup that keeps a marked module's tests on one worker with pytest 9 too: there xdist (3.8) no
+    longer adds the group to the tests' ids (it sets an attribute pytest 9 does not read), so each worker that got
+    one of the module's tests did its module-wide work again (every lesson, every scripted case, a clone)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class ByGroup(LoadGroupScheduling):
+        marked = groups()
+
+        def _split_scope(self, nodeid):
+            group = self.marked.get(nodeid.split("::")[0])
+            return group if group and "@" not in nodeid else super()._split_scope(nodeid)
+
+    return ByGroup(config, log)
+
+
 def check_of(item):
     """(phase, exercise) of a checkpoint test: (4, None) for phase 4's check, (4, 2) for its exercise 2's."""
     exercise = item.get_closest_marker("exercise")  # @pytest.mark.exercise(4, 2), in test_exercises.py

@@ -37,6 +37,9 @@ def watch(event, args):
 
 
 sys.addaudithook(watch)
+# one worker runs the module: each client package (LiteLLM alone takes 3 s of CPU) is imported once, not
+# once in each worker that one of its tests lands on
+pytestmark = pytest.mark.xdist_group("test_clients")
 
 
 @pytest.fixture(autouse=True)

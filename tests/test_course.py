@@ -834,6 +834,18 @@ def test_a_run_started_warm_meets_signals_as_a_new_process_does(tmp_path):
     assert "exit 143 for this signal, not -15" in result.stdout, result.stdout[-3000:]
 
 
+def test_a_module_marked_with_a_group_runs_on_one_worker():
+    """pytest.ini's --dist loadgroup sends every test of a module marked xdist_group to one worker, which does the
+    module's shared work once (every lesson, every scripted case, a clone of the course). With pytest 9, xdist 3.8
+    no longer did (the suite ran the lessons once in each worker); conftest.py's scheduler does."""
+    done = subprocess.run([sys.executable, "-m", "pytest", "tests/test_lessons.py", "-n", "2", "-vv", "-p",
+                           "no:cacheprovider", "-k", "says_how_to_use_it or ellipses"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env=clean_env())
+    workers = re.findall(r"^\[(gw\d+)\] .* PASSED tests/test_lessons\.py::", done.stdout, re.M)
+    assert done.returncode == 0 and len(workers) == 6, done.stdout[-3000:]
+    assert len(set(workers)) == 1, f"the module's tests ran on {sorted(set(workers))}"
+
+
 @pytest.mark.parametrize("phase", range(len(checkpoints())))
 def test_a_second_implementation_written_from_the_lessons_passes(phase):
     """tests/learner/ holds code written from the lessons alone, in another style, by someone who had not read the
