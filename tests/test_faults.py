@@ -18,7 +18,7 @@ import time
 import pytest
 from helpers import (ROOT, clean_env, groq_env, needs_dev_full, needs_fifos, needs_signals,
                      own_seconds, posix_redirections, press_ctrl_c, run_python, running_commands,
-                     scripted_backend, since_first_request, sleep_then, still_running, tool_calls,
+                     scripted_backend, since_first_request, sleep_then, start_python, still_running, tool_calls,
                      trace_records)
 
 PHASE = 5
@@ -40,10 +40,11 @@ def wait_for(condition, seconds=30):
     return condition()
 
 
-def start(workspace, server, *args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE):
-    """`python harness.py --trace t.jsonl ARGS...` against the scripted server, running."""
-    return subprocess.Popen([sys.executable, "harness.py", "--trace", "t.jsonl", *args], cwd=workspace,
-                            env=clean_env(**groq_env(server)), stdin=stdin, stdout=stdout, stderr=subprocess.PIPE)
+def start(workspace, server, *args, stdin=subprocess.DEVNULL):
+    """`python harness.py --trace t.jsonl ARGS...` against the scripted server, running, its output in pipes:
+    forked from the warm process (helpers.start_python), so that a busy machine's seconds to start Python and
+    import openai do not use up the deadline these tests judge (two suites side by side failed them)."""
+    return start_python(workspace, "harness.py", "--trace", "t.jsonl", *args, env=groq_env(server), stdin=stdin)
 
 
 def end_of(workspace, name="t.jsonl"):
@@ -287,7 +288,7 @@ def test_an_approval_nobody_answers_meets_the_deadline(workspace, server):
     server.push(tool_calls(("run_shell", {"command": "rm notes.txt"})), "Removed.")
     (workspace / "notes.txt").write_text("buy milk\n")
     started = time.monotonic()
-    process = start(workspace, server, "--deadline", "9", "Remove", stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    process = start(workspace, server, "--deadline", "9", "Remove", stdin=subprocess.PIPE)
     process.wait(60)  # standard input stays open: nobody answers, nobody hangs up
     stderr = process.stderr.read().decode()
     assert process.returncode == 3 and since_first_request(server, started) < 3 * (9 + GRACE), stderr
