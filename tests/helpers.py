@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -294,6 +295,47 @@ def running_commands(command):
     ps = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
     rows = [line.split(None, 1) for line in ps.splitlines() if line.strip()]
     return [row for row in rows if len(row) == 2 and row[1] == command and not row[0].startswith("Z")]
+
+
+def wait_for(condition, process=None, seconds=30):
+    """Until condition() is true, or seconds have passed, or the process given (a harness the test started) has
+    ended: a harness that fails as it starts fails its test at once, not after the seconds. Returns condition()."""
+    until = time.monotonic() + seconds
+    while not condition() and time.monotonic() < until and (process is None or process.poll() is None):
+        time.sleep(0.05)
+    return condition()
+
+
+def ended(process):
+    """What to add to a failed wait's message: "" while the process runs; once it has ended, its exit code and the
+    end of what it wrote on stderr (the traceback of a harness that failed as it started)."""
+    if process.poll() is None:
+        return ""
+    _, stderr = process.communicate()
+    stderr = stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr or ""
+    return f"; your harness ended first (exit {process.returncode}):\n{stderr[-2000:]}"
+
+
+def returns_within(seconds, function):
+    """function()'s value (or its exception) if it returns within seconds; else an AssertionError then and there,
+    while it goes on in a thread nobody waits for: a check of a deadline fails in the seconds it allows, not after
+    the 30 s a model or a person would take to answer a run that has no deadline yet."""
+    outcome = {}
+
+    def call():
+        try:
+            outcome["value"] = function()
+        except BaseException as error:  # raised again in the test's own thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=call, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise AssertionError(f"still waiting after {seconds} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def still_running(command, patience=10):

@@ -834,6 +834,20 @@ def test_a_run_started_warm_meets_signals_as_a_new_process_does(tmp_path):
     assert "exit 143 for this signal, not -15" in result.stdout, result.stdout[-3000:]
 
 
+def test_a_check_stops_waiting_for_a_run_that_has_ended_or_has_no_deadline_yet(tmp_path):
+    """A check that waits for a run to get somewhere stops when the run has ended, and shows why it ended; a check
+    of a deadline stops at its bound. Once, a harness that failed as it started held phase 8's check for 151 s,
+    and phase 5's code (no deadline in its waits yet) held phase 6's for 125 s: what a learner meets first."""
+    broken = copy_code(checkpoints()[8], tmp_path / "broken")
+    (broken / "harness.py").write_text("raise RuntimeError('typed halfway')\n")
+    result = check_command(None, 8, "--code", str(broken), "-k", "signal_while_a_command_runs")
+    assert result.returncode == 1 and "3 failed" in result.stdout, result.stdout[-3000:]
+    assert result.stdout.count("your harness ended first (exit 1)") == 3, result.stdout[-3000:]
+    assert "RuntimeError: typed halfway" in result.stdout, result.stdout[-3000:]
+    result = check_command(None, 6, "--code", str(checkpoints()[5]), "-k", "slow_model_is_waited_for")
+    assert result.returncode == 1 and "still waiting after 10 s" in result.stdout, result.stdout[-3000:]
+
+
 def test_a_module_marked_with_a_group_runs_on_one_worker():
     """pytest.ini's --dist loadgroup sends every test of a module marked xdist_group to one worker, which does the
     module's shared work once (every lesson, every scripted case, a clone of the course). With pytest 9, xdist 3.8

@@ -16,10 +16,10 @@ import threading
 import time
 
 import pytest
-from helpers import (ROOT, clean_env, groq_env, needs_dev_full, needs_fifos, needs_signals,
-                     own_seconds, posix_redirections, press_ctrl_c, run_python, running_commands,
-                     scripted_backend, since_first_request, sleep_then, start_python, still_running, tool_calls,
-                     trace_records)
+from helpers import (ROOT, clean_env, groq_env, needs_dev_full, needs_fifos, needs_signals, own_seconds,
+                     posix_redirections, press_ctrl_c, run_python, running_commands, scripted_backend,
+                     since_first_request, sleep_then, start_python, still_running, tool_calls, trace_records,
+                     wait_for)
 
 PHASE = 5
 GRACE = 1  # seconds past the deadline the run's report may take (harness.GRACE, phase 6)
@@ -31,13 +31,6 @@ def continues(harness, server, result):
     server.push("Continued.")
     later = harness.run("Go on", backend=scripted_backend(server), history=result.messages)
     assert later.status == "answered" and later.answer == "Continued.", later.error
-
-
-def wait_for(condition, seconds=30):
-    until = time.monotonic() + seconds
-    while not condition() and time.monotonic() < until:
-        time.sleep(0.05)
-    return condition()
 
 
 def start(workspace, server, *args, stdin=subprocess.DEVNULL):
@@ -82,7 +75,7 @@ def test_ctrl_c_while_tools_run_leaves_a_history_that_continues(harness, server,
     running = threading.Event()
 
     def interrupt():  # Ctrl-C once a command runs, and only while run() is still running
-        if wait_for(lambda: running_commands(first), 30) and running.is_set():
+        if wait_for(lambda: running_commands(first)) and running.is_set():
             press_ctrl_c()
 
     running.set()

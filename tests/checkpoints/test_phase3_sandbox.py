@@ -184,7 +184,7 @@ def test_nothing_a_command_started_outlives_it(workspace, project, server):
     sandbox's own process numbers end with it. (Without a sandbox, phase 6 ends them.)"""
     seconds = own_seconds(70)  # this test's own: others may run beside it
     found, _ = turn(workspace, server, f"sleep {seconds} > /dev/null 2>&1 &",
-                    f"setsid sleep {seconds} > /dev/null 2>&1 & (setsid sh -c 'sleep {seconds} &' &)",
+                    f"setsid sleep {seconds} > /dev/null 2>&1 & (setsid sh -c 'sleep {seconds} > /dev/null 2>&1 &' &)",
                     args=("--yes", "--workspace", str(project)))
     assert still_running(f"sleep {seconds}") == [], found
 

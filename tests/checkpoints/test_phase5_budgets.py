@@ -10,8 +10,8 @@ import time
 
 import pytest
 from cases import CASES, start_cases
-from helpers import (groq_env, needs_fifos, needs_signals, run_python, scripted_backend, start_python,
-                     tool_calls, trace_records)
+from helpers import (ended, groq_env, needs_fifos, needs_signals, run_python, scripted_backend, start_python,
+                     tool_calls, trace_records, wait_for)
 
 PHASE = 5
 FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
@@ -205,12 +205,11 @@ def test_a_trace_that_is_no_regular_file_ends_the_run_at_once(workspace, server)
 def start_slow_run(workspace, server, trace):
     server.push(tool_calls(("list_dir", {})), {"content": "late", "delay": 30})
     process = start_python(workspace, "harness.py", "--trace", str(trace), "Slow", env=groq_env(server), text=True)
-    for _ in range(400):  # until the second request is on its way
-        if len(server.requests) >= 2:
-            return process
-        time.sleep(0.05)
+    if wait_for(lambda: len(server.requests) >= 2, process, seconds=20):  # the second request is on its way
+        return process
+    why = ended(process)
     process.kill()
-    raise AssertionError("the run never sent its second request")
+    raise AssertionError("the run never sent its second request" + why)
 
 
 def test_a_run_killed_midway_leaves_a_trace_whose_lines_all_parse(workspace, server):

@@ -10,9 +10,9 @@ import time
 
 import pytest
 from cases import CASES, start_cases
-from helpers import (clean_env, groq_env, needs_dev_full, needs_signals, own_seconds,
-                     posix_redirections, run_python, running_commands, scripted_backend,
-                     since_first_request, start_python, still_running, tool_calls, trace_records)
+from helpers import (clean_env, ended, groq_env, needs_dev_full, needs_signals, own_seconds, posix_redirections,
+                     run_python, running_commands, scripted_backend, since_first_request, start_python, still_running,
+                     tool_calls, trace_records, wait_for)
 
 PHASE = 8
 FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
@@ -59,14 +59,6 @@ def start(workspace, server, *args, stdin=subprocess.DEVNULL):
     return start_python(workspace, "harness.py", "--trace", "t.jsonl", *args, env=groq_env(server), stdin=stdin)
 
 
-def wait_for(condition, seconds=30):
-    """Until condition() is true, or seconds have passed."""
-    until = time.monotonic() + seconds
-    while not condition() and time.monotonic() < until:
-        time.sleep(0.05)
-    return condition()
-
-
 def traced(workspace, kind):
     """True once the trace holds a record of this type (a line still being written is not read yet)."""
     try:
@@ -84,7 +76,7 @@ def test_a_signal_while_a_command_runs_ends_the_run_at_once(workspace, server, c
     command = f"sleep {own_seconds(62)}"  # this test's own: others may run beside it
     server.push(tool_calls(("run_shell", {"command": command})), "never asked")
     process = start(workspace, server, "--yes", "--sandbox", "off", "Sleep")
-    assert wait_for(lambda: running_commands(command)), "the command should be running"
+    assert wait_for(lambda: running_commands(command), process), "the command should be running" + ended(process)
     began = time.monotonic()
     process.send_signal(signal_number)
     stdout, stderr = process.communicate(timeout=30)
@@ -103,7 +95,7 @@ def test_a_signal_at_a_question_ends_the_run_and_runs_nothing(workspace, server)
     """SIGTERM while the approval question waits for an answer: exit 143, nothing run, the trace closed."""
     server.push(tool_calls(("run_shell", {"command": "touch made"})), "never asked")
     process = start(workspace, server, "Touch", stdin=subprocess.PIPE)
-    assert wait_for(lambda: traced(workspace, "reply")), "the model's reply should come"
+    assert wait_for(lambda: traced(workspace, "reply"), process), "the model's reply should come" + ended(process)
     time.sleep(0.5)  # the question is on screen now, waiting for an answer
     process.send_signal(signal.SIGTERM)
     stdout, stderr = process.communicate(timeout=30)
@@ -117,7 +109,7 @@ def test_a_signal_after_the_run_ended_changes_nothing(workspace, server):
     """SIGTERM after the trace's end record, while the answer is still being printed: ignored, exit 0."""
     server.push("x" * 300_000)  # more than a pipe holds: printing it waits for the reader
     process = start(workspace, server, "Say")
-    assert wait_for(lambda: traced(workspace, "end")), "the run should end"
+    assert wait_for(lambda: traced(workspace, "end"), process), "the run should end" + ended(process)
     time.sleep(0.3)
     process.send_signal(signal.SIGTERM)
     time.sleep(0.3)
