@@ -6,29 +6,59 @@ import json
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
-from cases import CASES, start_cases
-from helpers import (clean_env, ended, groq_env, needs_dev_full, needs_signals, own_seconds, posix_redirections,
-                     run_python, running_commands, scripted_backend, since_first_request, start_python, still_running,
-                     tool_calls, trace_records, wait_for)
+from cases import CASES, POOL, start_cases
+from helpers import (clean_env, copy_code, demo_model, ended, groq_env, needs_dev_full, needs_signals, own_seconds,
+                     posix_redirections, run_python, running_commands, scripted_backend, since_first_request,
+                     start_python, still_running, tool_calls, trace_records, wait_for)
 
 PHASE = 8
 FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
 MINE = [name for name, case in CASES.items() if case["phase"] == PHASE]
 STARTED = {}  # folder -> {case: future}: every folder's cases, started with this module's first test
+EARLY = {}  # (folder, test, its redirect or None) -> a future of the run it judges (ALONE, below)
 pytestmark = pytest.mark.xdist_group("test_phase8_streaming")  # one worker: the first test starts every case
 GRACE = 1  # the lesson's GRACE: seconds past the deadline the report may take
 
 
 @pytest.fixture(autouse=True, scope="module")
 def cases_started(request):
-    """The scripted cases of this phase, for every folder whose case tests were chosen, start with the module's
-    first test and run side by side with the tests that follow; the last tests wait for them."""
-    folders = {item.callspec.params["code_dir"] for item in request.session.items
-               if item.originalname == "test_done_when_the_scripted_case_passes" and item.module.PHASE == PHASE}
+    """The scripted cases of this phase, and the runs below that start a Python of their own, for every folder whose
+    tests were chosen, start with the module's first test and run side by side with the tests that follow; the
+    tests that judge them wait for them."""
+    chosen = [item for item in request.session.items if item.module.PHASE == PHASE and not skipped(item)]
+    for item in chosen:
+        folder, redirect = item.callspec.params["code_dir"], item.callspec.params.get("redirect")
+        if item.originalname in ALONE and (folder, item.originalname, redirect) not in EARLY:
+            run = ALONE[item.originalname]
+            EARLY[folder, item.originalname, redirect] = POOL.submit(run, folder, *[redirect][:redirect is not None])
+    folders = {item.callspec.params["code_dir"] for item in chosen
+               if item.originalname == "test_done_when_the_scripted_case_passes"}
     STARTED.update({folder: start_cases(MINE, folder) for folder in sorted(folders)})
+
+
+def skipped(item):
+    return any(mark.args and mark.args[0] for mark in item.iter_markers("skipif"))
+
+
+def alone(code_dir, replies, command, wait=None):
+    """command in a copy of code_dir, against a server of its own that sends replies: (how it ended, the server's
+    requests, the trace's records). A string is a shell's command line, run in a new Python as a learner's shell
+    starts it; a list is the harness's arguments, run forked from the warm process, and wait(process, server)
+    judges it as it runs."""
+    with tempfile.TemporaryDirectory() as scratch, demo_model.start(script=list(replies)) as server:
+        work = copy_code(code_dir, Path(scratch) / "work")
+        if wait:
+            ending = wait(start_python(work, "harness.py", *command, env=groq_env(server)), server)
+        else:
+            ending = subprocess.run(command, shell=isinstance(command, str), cwd=work, capture_output=True,
+                                    env=clean_env(**groq_env(server)), timeout=60)
+        trace = work / "t.jsonl"
+        return ending, server.requests, trace_records(trace) if trace.exists() else []
 
 
 def test_chat_streams_the_text_to_on_text(load, server):
@@ -122,43 +152,59 @@ def test_a_signal_after_the_run_ended_changes_nothing(workspace, server):
 @pytest.mark.parametrize("redirect, code", [
     (">&-", 1), pytest.param(">/dev/full", 1, marks=needs_dev_full),
     ("2>&-", 0), pytest.param("2>/dev/full", 0, marks=needs_dev_full)])
-def test_output_that_cannot_be_written_ends_in_a_status(workspace, server, redirect, code):
+def test_output_that_cannot_be_written_ends_in_a_status(code_dir, redirect, code):
     """Standard output closed or full: exit 1, `standard output` named on stderr, the trace's end written. Standard
     error closed or full: the run goes on without it, and answers (exit 0)."""
-    server.push(tool_calls(("list_dir", {"path": "."})), "Listed.")
-    done = subprocess.run(f'"{sys.executable}" harness.py --trace t.jsonl "List" {redirect}', shell=True,
-                          cwd=workspace, env=clean_env(**groq_env(server)), capture_output=True, text=True, timeout=60)
-    assert done.returncode == code and "Traceback" not in done.stderr + done.stdout, done.stderr
-    assert trace_records(workspace / "t.jsonl")[-1].get("type") == "end", "the trace's end record is written"
+    done, _, records = EARLY[code_dir, "test_output_that_cannot_be_written_ends_in_a_status", redirect].result()
+    stdout, stderr = done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
+    assert done.returncode == code and "Traceback" not in stderr + stdout, stderr
+    assert records[-1:] and records[-1].get("type") == "end", "the trace's end record is written"
     if code:
-        assert "standard output" in done.stderr, f"step 7: say which output failed: {done.stderr}"
+        assert "standard output" in stderr, f"step 7: say which output failed: {stderr}"
     else:
-        assert "Listed." in done.stdout, "step 7: notes are not worth ending a run for"
+        assert "Listed." in stdout, "step 7: notes are not worth ending a run for"
 
 
-def test_a_stream_nobody_reads_still_meets_the_deadline(workspace, server):
+def unwritable_output(code_dir, redirect):
+    return alone(code_dir, [tool_calls(("list_dir", {"path": "."})), "Listed."],
+                 f'"{sys.executable}" harness.py --trace t.jsonl "List" {redirect}')
+
+
+def test_a_stream_nobody_reads_still_meets_the_deadline(code_dir):
     """--stream whose text fills a pipe nobody reads, under --deadline 2: exit 3, status deadline, well before three
     times the deadline and its grace."""
-    server.push({"content": "word " * 100_000})
-    began = time.monotonic()
-    process = start(workspace, server, "--stream", "--deadline", "2", "Say")
-    process.wait(60)
-    seconds = since_first_request(server, began)  # the harness's time, without its start-up
-    assert process.returncode == 3, f"step 7: a write that waits past the deadline ends the run: {process.returncode}"
+    (code, seconds), _, records = EARLY[code_dir, "test_a_stream_nobody_reads_still_meets_the_deadline", None].result()
+    assert code == 3, f"step 7: a write that waits past the deadline ends the run: {code}"
     assert seconds < 3 * (2 + GRACE), f"step 7: it took {seconds:.1f} s, more than {3 * (2 + GRACE)} s"
-    assert trace_records(workspace / "t.jsonl")[-1].get("status") == "deadline", "the trace's end record"
+    assert records[-1:] and records[-1].get("status") == "deadline", "the trace's end record"
+
+
+def unread_stream(code_dir):
+    def wait(process, server):  # nobody reads its output
+        began = time.monotonic()
+        process.wait(60)
+        return process.returncode, since_first_request(server, began)  # the harness's time, without its start-up
+    return alone(code_dir, [{"content": "word " * 100_000}], ["--trace", "t.jsonl", "--stream", "--deadline", "2",
+                                                               "Say"], wait)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="arguments there are always text")
-def test_a_task_in_bytes_that_are_not_utf8_is_sent(workspace, server):
+def test_a_task_in_bytes_that_are_not_utf8_is_sent(code_dir):
     """A task typed in another encoding (a byte that is not UTF-8): sent with the byte replaced, and answered."""
-    server.push("Hi.")
-    words = ("Say", "hi")
-    done = subprocess.run([sys.executable, "harness.py", b" \xff ".join(word.encode() for word in words)],
-                          cwd=workspace, capture_output=True, env=clean_env(**groq_env(server)), timeout=60)
-    assert done.returncode == 0 and len(server.requests) == 1, done.stderr.decode(errors="replace")
-    task = json.dumps(server.requests[0]["body"]["messages"][-1]["content"])
-    assert all(word in task for word in words), f"the task should be sent, its other words whole: {task}"
+    done, requests, _ = EARLY[code_dir, "test_a_task_in_bytes_that_are_not_utf8_is_sent", None].result()
+    assert done.returncode == 0 and len(requests) == 1, done.stderr.decode(errors="replace")
+    task = json.dumps(requests[0]["body"]["messages"][-1]["content"])
+    assert all(word in task for word in WORDS), f"the task should be sent, its other words whole: {task}"
+
+
+def task_in_bytes(code_dir):
+    return alone(code_dir, ["Hi."], [sys.executable, "harness.py", b" \xff ".join(w.encode() for w in WORDS)])
+
+
+WORDS = ("Say", "hi")
+ALONE = {"test_output_that_cannot_be_written_ends_in_a_status": unwritable_output,  # test: its run, begun early
+         "test_a_stream_nobody_reads_still_meets_the_deadline": unread_stream,
+         "test_a_task_in_bytes_that_are_not_utf8_is_sent": task_in_bytes}
 
 
 @pytest.mark.parametrize("name", MINE)  # last: the cases ran beside the tests above
