@@ -3,6 +3,8 @@
 Run:  python tests/timing.py                  (each phase's check, then the README's `python -m pytest`: minutes)
       python tests/timing.py --phases 6 8     (those phases' checks only)
       python tests/timing.py --no-suite       (every phase's check, not the suite)
+      python tests/timing.py --starting       (each phase's check on the phase before's code: what a learner meets
+                                              first, a check that fails; it has no target)
       python tests/timing.py --durations 30   (also the 30 slowest tests of each run, as pytest --durations shows)
       python tests/timing.py --log runs.txt   (also keep what each run printed, to read which tests took the time)
 Each figure is one run of its command alone, from the repository's root, as a learner or the README runs it:
@@ -104,8 +106,10 @@ def timed(command, durations, log=None):
 
 def report(name, figure, target, show):
     seconds, used, before, after, code, slowest, summary, failed = figure
-    verdict = "ok" if seconds <= target else f"over {target} s"
+    verdict = "" if target is None else "ok" if seconds <= target else f"over {target} s"
     status = "" if code == 0 else f"  (exit {code}: {summary.strip('= ')})"
+    if target is None:  # a check that was to fail: its failures are no news, what it left running is
+        failed = [line for line in failed if not line.startswith(("FAILED ", "ERROR "))]
     print(f"{name:<26} {seconds:6.1f} s wall {used:6.1f} s CPU  load {before:5.2f} -> {after:5.2f}  "
           f"{verdict}{status}", flush=True)
     for line in [*(slowest if show else []), *failed]:
@@ -118,6 +122,8 @@ def main():
     parser.add_argument("--phases", type=int, nargs="*", help="only these phases' checks (default: all)")
     parser.add_argument("--no-suite", action="store_true", help="leave out the whole suite's figure")
     parser.add_argument("--no-phases", action="store_true", help="leave out the phases' figures")
+    parser.add_argument("--starting", action="store_true",
+                        help="instead: each phase's check on the code of the phase before it (it fails)")
     parser.add_argument("--durations", type=int, default=0, metavar="K", help="also print the K slowest tests")
     parser.add_argument("--log", metavar="FILE", help="append what each run printed to FILE")
     options = parser.parse_args()
@@ -128,12 +134,17 @@ def main():
     failed = 0
     folders = checkpoints()
     for number in [] if options.no_phases else options.phases if options.phases is not None else range(len(folders)):
-        folder = folders[number]
+        folder = folders[number - 1 if options.starting else number]
+        if options.starting and number == 0:
+            continue  # phase 0 has no phase before it
         command = [sys.executable, "-m", "pytest", "tests/checkpoints", "--phase", str(number), "--code",
                    str(folder.relative_to(ROOT)), "-p", "no:cacheprovider"]
         figure = timed(command, options.durations, options.log)
-        failed |= report(f"phase {number} ({folder.name})", figure, PHASE_TARGET, options.durations)
-    if not options.no_suite:
+        if options.starting:  # it fails: its figure is how long a learner waits to be told what to do
+            report(f"phase {number} on {folder.name}", figure, None, options.durations)
+        else:
+            failed |= report(f"phase {number} ({folder.name})", figure, PHASE_TARGET, options.durations)
+    if not (options.no_suite or options.starting or options.phases is not None):
         figure = timed([sys.executable, "-m", "pytest"], options.durations, options.log)
         failed |= report("suite (python -m pytest)", figure, SUITE_TARGET, options.durations)
     print(f"load average now {load():.2f}", flush=True)
