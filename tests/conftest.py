@@ -55,6 +55,14 @@ def pytest_configure(config):
         raise pytest.UsageError(f"--exercise {' '.join(exercises)}: give an exercise's number (or all), and --phase")
 
 
+def pytest_sessionfinish(session):
+    """The scripted cases and early runs that no test came to judge (the report stops a check at its first failure)
+    are dropped, not run to the end while the process waits to exit: only those already running finish."""
+    cases = sys.modules.get("cases")  # imported by the checks that start cases
+    if cases is not None:
+        cases.POOL.shutdown(wait=False, cancel_futures=True)
+
+
 GROUPED = re.compile(r'^pytestmark = pytest\.mark\.xdist_group\("([^"]+)"\)', re.M)
 
 
