@@ -2,6 +2,7 @@
 SIGINT, SIGTERM and SIGHUP end a run as Ctrl-C does; standard output that is closed, full or not read cannot end a
 run with a traceback or hold it past its deadline. Checked through the scripted cases of tests/cases.py marked
 phase 8, chat(), the command line, real signals and the trace."""
+import inspect
 import json
 import signal
 import subprocess
@@ -20,7 +21,7 @@ PHASE = 8
 FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
 MINE = [name for name, case in CASES.items() if case["phase"] == PHASE]
 STARTED = {}  # folder -> {case: future}: every folder's cases, started with this module's first test
-EARLY = {}  # (folder, test, its redirect or None) -> a future of the run it judges (ALONE, below)
+EARLY = {}  # a test's name, with its parameters -> a future of the run it judges (ALONE, below)
 pytestmark = pytest.mark.xdist_group("test_phase8_streaming")  # one worker: the first test starts every case
 GRACE = 1  # the lesson's GRACE: seconds past the deadline the report may take
 
@@ -30,12 +31,13 @@ def cases_started(request):
     """The scripted cases of this phase, and the runs below that start a Python of their own, for every folder whose
     tests were chosen, start with the module's first test and run side by side with the tests that follow; the
     tests that judge them wait for them."""
-    chosen = [item for item in request.session.items if item.module.PHASE == PHASE and not skipped(item)]
+    chosen = [item for item in request.session.items
+              if item.module.__name__ == __name__ and not skipped(item)]
     for item in chosen:
-        folder, redirect = item.callspec.params["code_dir"], item.callspec.params.get("redirect")
-        if item.originalname in ALONE and (folder, item.originalname, redirect) not in EARLY:
+        if item.originalname in ALONE:  # its run takes the test's own parameters
             run = ALONE[item.originalname]
-            EARLY[folder, item.originalname, redirect] = POOL.submit(run, folder, *[redirect][:redirect is not None])
+            params = {name: item.callspec.params[name] for name in inspect.signature(run).parameters}
+            EARLY[item.name] = POOL.submit(run, **params)
     folders = {item.callspec.params["code_dir"] for item in chosen
                if item.originalname == "test_done_when_the_scripted_case_passes"}
     STARTED.update({folder: start_cases(MINE, folder) for folder in sorted(folders)})
@@ -152,10 +154,10 @@ def test_a_signal_after_the_run_ended_changes_nothing(workspace, server):
 @pytest.mark.parametrize("redirect, code", [
     (">&-", 1), pytest.param(">/dev/full", 1, marks=needs_dev_full),
     ("2>&-", 0), pytest.param("2>/dev/full", 0, marks=needs_dev_full)])
-def test_output_that_cannot_be_written_ends_in_a_status(code_dir, redirect, code):
+def test_output_that_cannot_be_written_ends_in_a_status(request, code_dir, redirect, code):
     """Standard output closed or full: exit 1, `standard output` named on stderr, the trace's end written. Standard
     error closed or full: the run goes on without it, and answers (exit 0)."""
-    done, _, records = EARLY[code_dir, "test_output_that_cannot_be_written_ends_in_a_status", redirect].result()
+    done, _, records = EARLY[request.node.name].result()
     stdout, stderr = done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
     assert done.returncode == code and "Traceback" not in stderr + stdout, stderr
     assert records[-1:] and records[-1].get("type") == "end", "the trace's end record is written"
@@ -170,10 +172,10 @@ def unwritable_output(code_dir, redirect):
                  f'"{sys.executable}" harness.py --trace t.jsonl "List" {redirect}')
 
 
-def test_a_stream_nobody_reads_still_meets_the_deadline(code_dir):
+def test_a_stream_nobody_reads_still_meets_the_deadline(request, code_dir):
     """--stream whose text fills a pipe nobody reads, under --deadline 2: exit 3, status deadline, well before three
     times the deadline and its grace."""
-    (code, seconds), _, records = EARLY[code_dir, "test_a_stream_nobody_reads_still_meets_the_deadline", None].result()
+    (code, seconds), _, records = EARLY[request.node.name].result()
     assert code == 3, f"step 7: a write that waits past the deadline ends the run: {code}"
     assert seconds < 3 * (2 + GRACE), f"step 7: it took {seconds:.1f} s, more than {3 * (2 + GRACE)} s"
     assert records[-1:] and records[-1].get("status") == "deadline", "the trace's end record"
@@ -189,9 +191,9 @@ def unread_stream(code_dir):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="arguments there are always text")
-def test_a_task_in_bytes_that_are_not_utf8_is_sent(code_dir):
+def test_a_task_in_bytes_that_are_not_utf8_is_sent(request, code_dir):
     """A task typed in another encoding (a byte that is not UTF-8): sent with the byte replaced, and answered."""
-    done, requests, _ = EARLY[code_dir, "test_a_task_in_bytes_that_are_not_utf8_is_sent", None].result()
+    done, requests, _ = EARLY[request.node.name].result()
     assert done.returncode == 0 and len(requests) == 1, done.stderr.decode(errors="replace")
     task = json.dumps(requests[0]["body"]["messages"][-1]["content"])
     assert all(word in task for word in WORDS), f"the task should be sent, its other words whole: {task}"
