@@ -4,16 +4,14 @@ the deadline; a command is stopped at the deadline and nothing it started outliv
 asked about run side by side, then the approved ones. Checked through at_once(), within(), run(), the command
 line, the trace, live processes and the scripted cases of tests/cases.py marked phase 6."""
 import signal
-import subprocess
-import sys
 import threading
 import time
 
 import pytest
 from cases import CASES, start_cases
-from helpers import (clean_env, ended, groq_env, needs_a_subreaper, needs_plain_programs, needs_signals, own_seconds,
-                     posix_shell, run_python, returns_within, running_commands, scripted_backend, still_running,
-                     tool_calls, wait_for)
+from helpers import (ended, groq_env, needs_a_subreaper, needs_plain_programs, needs_signals, own_seconds,
+                     posix_shell, run_python, returns_within, running_commands, scripted_backend, start_python,
+                     still_running, tool_calls, wait_for)
 
 PHASE = 6
 FILES = ("backend.py", "guards.py", "tools.py", "shell.py", "harness.py", "cli.py")
@@ -134,9 +132,7 @@ def test_ctrl_c_leaves_no_command_running(workspace, server):
     shell.RUNNING)."""
     command = f"sleep {own_seconds(62)}"  # this test's own: others may run beside it
     server.push(tool_calls(("run_shell", {"command": command})), "never asked")
-    process = subprocess.Popen([sys.executable, "harness.py", *OFF, "Sleep"], cwd=workspace,
-                               env=clean_env(**groq_env(server)), stdin=subprocess.DEVNULL,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = start_python(workspace, "harness.py", *OFF, "Sleep", env=groq_env(server), text=True)
     if not wait_for(lambda: running_commands(command), process, seconds=20):
         why = ended(process)
         process.kill()
@@ -155,9 +151,7 @@ def test_ctrl_c_leaves_nothing_that_left_the_command_s_group(workspace, server):
     left, command = own_seconds(63), f"sleep {own_seconds(64)}"
     server.push(tool_calls(("run_shell", {"command": f"setsid sleep {left} > /dev/null 2>&1 & {command}"})),
                 "never asked")
-    process = subprocess.Popen([sys.executable, "harness.py", *OFF, "Leave it and wait"], cwd=workspace,
-                               env=clean_env(**groq_env(server)), stdin=subprocess.DEVNULL,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = start_python(workspace, "harness.py", *OFF, "Leave it and wait", env=groq_env(server), text=True)
     if not wait_for(lambda: running_commands(command) and running_commands(f"sleep {left}"), process, seconds=20):
         why = ended(process)
         process.kill()
