@@ -248,6 +248,9 @@ def run_checks(code, phases, exercises, sandbox=None):
                    *[arg for phase in phases for arg in ("--phase", str(phase))],
                    *(["--exercise", "all"] if exercises else [])]
         env = {name: os.environ[name] for name in KEPT if name in os.environ}
+        # only the plugins the course names: another pytest plugin in your environment can neither
+        # change a verdict nor slow each check (LangSmith's added a second to every one)
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
         if sandbox:
             command = boxed(command, sandbox, [owned(code), owned(scratch)])
         else:  # as you: your home, and your temporary folder

@@ -76,6 +76,7 @@ def groups():
     return found
 
 
+@pytest.hookimpl(optionalhook=True)  # without xdist (a check alone) the hook is not there
 def pytest_xdist_make_scheduler(config, log):
     """--dist loadgroup that keeps a marked module's tests on one worker with pytest 9 too: there xdist (3.8) no
     longer adds the group to the tests' ids (it sets an attribute pytest 9 does not read), so each worker that got

@@ -13,6 +13,7 @@ import socket
 import struct
 import subprocess
 import sys
+from importlib import metadata
 
 import pytest
 from helpers import (ROOT, apply_solution, checkpoints, classroom_copy, clean_env, copy_code,
@@ -195,9 +196,12 @@ def test_the_report_watches_every_file_the_checks_load():
 
 # What a learner's code tries when the report checks it: read the instructor's key and the course's
 # .env, write the course's check and a file outside its folders, reach a port the instructor's
-# machine listens on. It says what happened as its failure, which the report shows in words.
-PROBE = '''import errno, socket
-seen = []
+# machine listens on. It says what happened as its failure, which the report shows in words, with the
+# pytest plugins of the environment that the check process loaded.
+PROBE = '''import errno, socket, sys
+from importlib.metadata import entry_points
+seen = ["plugins: " + (" ".join(sorted(e.value for e in entry_points(group="pytest11") if e.value in sys.modules))
+                       or "none")]
 for name, path in (("home", {key!r}), (".env", {env!r})):
     try:
         seen.append(f"read {{name}}: " + open(path).read().strip())
@@ -264,17 +268,22 @@ def test_learners_code_run_by_the_report_reaches_only_its_own_folders(tmp_path):
         "EROFS", "EACCES"), seen
     assert check.read_text() == (ROOT / "tests/checkpoints/test_phase0_hello.py").read_text()
     assert not (tmp_path / "outside.txt").exists() and "no sandbox" not in said, said
+    assert tried["plugins"] == "none", seen  # see the next test
 
 
 def test_without_bubblewrap_the_report_says_so_in_one_line_before_it_starts(tmp_path):
     """Without bubblewrap (a PATH without it), the first thing the report prints is one line saying
-    that the learners' code runs as the instructor; and so it does: the probe reads the key."""
+    that the learners' code runs as the instructor; and so it does: the probe reads the key. With a
+    sandbox or without, the checks load none of the environment's pytest plugins (xdist, which
+    requirements.txt installs, and here LangSmith's and anyio's): none can change a verdict, and none
+    costs every check a second, as LangSmith's did."""
+    assert "xdist.plugin" in {e.value for e in metadata.entry_points(group="pytest11")}
     said, seen, _ = probe_report(tmp_path, path_without_bubblewrap(tmp_path))
     assert said.splitlines()[0] == (
         "note: no sandbox (bubblewrap is not installed (Debian and Ubuntu: sudo apt install "
         "bubblewrap)): the learners' code runs as you, able to read and change your files"), said
     assert len([line for line in said.splitlines() if "sandbox" in line]) == 1
-    assert seen.startswith("read home: the instructor's private key; read .env: GROQ_API_KEY="), (
+    assert seen.startswith("plugins: none; read home: the instructor's private key; read .env: GROQ_API_KEY="), (
         seen)
 
 
