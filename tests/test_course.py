@@ -849,6 +849,19 @@ def test_a_check_stops_waiting_for_a_run_that_has_ended_or_has_no_deadline_yet(t
     assert result.returncode == 1 and "still waiting after 10 s" in result.stdout, result.stdout[-3000:]
 
 
+def test_a_deadline_case_that_a_busy_machine_kept_from_its_reply_runs_again_with_more_time(tmp_path):
+    """A scripted case with a 3 s deadline that checks tool results needs the model's reply read before the
+    deadline. A machine too busy for that (here: phase 6's code that reads each reply 4 s late) once failed
+    approved_sleep_meets_the_deadline with no tool result at all; the case runs again with BUSY_DEADLINE and
+    passes, judged as strictly (the tool's result, the bound on its time)."""
+    import cases
+    slow = copy_code(checkpoints()[6], tmp_path / "slow")
+    with (slow / "backend.py").open("a") as backend:
+        backend.write("\nimport time\n\n_chat = chat\n\n\ndef chat(*args, **kwargs):  # a busy machine: the reply read "
+                      "4 s late\n    reply = _chat(*args, **kwargs)\n    time.sleep(4)\n    return reply\n")
+    assert cases.run_case("approved_sleep_meets_the_deadline", slow) == []
+
+
 def test_a_module_marked_with_a_group_runs_on_one_worker():
     """pytest.ini's --dist loadgroup sends every test of a module marked xdist_group to one worker, which does the
     module's shared work once (every lesson, every scripted case, a clone of the course). With pytest 9, xdist 3.8
