@@ -850,10 +850,10 @@ def test_a_check_stops_waiting_for_a_run_that_has_ended_or_has_no_deadline_yet(t
 
 
 def test_a_deadline_case_that_a_busy_machine_kept_from_its_reply_runs_again_with_more_time(tmp_path):
-    """A scripted case with a 3 s deadline that checks tool results needs the model's reply read before the
-    deadline. A machine too busy for that (here: phase 6's code that reads each reply 4 s late) once failed
-    approved_sleep_meets_the_deadline with no tool result at all; the case runs again with BUSY_DEADLINE and
-    passes, judged as strictly (the tool's result, the bound on its time)."""
+    """A scripted case with a 3 s deadline needs the model's reply read before the deadline. A machine too busy for
+    that (here: phase 6's code that reads each reply 4 s late) once failed approved_sleep_meets_the_deadline with
+    no tool result at all: the run ended at its deadline, in time, short of what the case checks. It runs again
+    with BUSY_DEADLINE and passes, judged as strictly (the tool's result, the bound on its time)."""
     import cases
     slow = copy_code(checkpoints()[6], tmp_path / "slow")
     with (slow / "backend.py").open("a") as backend:
