@@ -14,6 +14,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import cases
 import pytest
 from changed import definitions, what_changed
 from helpers import ROOT, checkpoints, clean_env, copy_code, needs_signals, run_python, tag_name
@@ -854,7 +855,6 @@ def test_a_deadline_case_that_a_busy_machine_kept_from_its_reply_runs_again_with
     that (here: phase 6's code that reads each reply 4 s late) once failed approved_sleep_meets_the_deadline with
     no tool result at all: the run ended at its deadline, in time, short of what the case checks. It runs again
     with BUSY_DEADLINE and passes, judged as strictly (the tool's result, the bound on its time)."""
-    import cases
     slow = copy_code(checkpoints()[6], tmp_path / "slow")
     with (slow / "backend.py").open("a") as backend:
         backend.write("\nimport time\n\n_chat = chat\n\n\ndef chat(*args, **kwargs):  # a busy machine: the reply read "
